@@ -1,0 +1,90 @@
+"""Rules for Python's arithmetic operators and the numeric builtins.
+
+Each rule takes the primal's arguments, the primal's ``result`` and the incoming adjoint ``g``,
+and returns the adjoint of each argument. Non-smooth points follow these conventions:
+``abs`` has derivative 0 at 0 (like ``sympy.sign`` and PyTorch); ``min``/``max`` send the whole
+adjoint to the argument Python returns (the first one on a tie); ``//`` is piecewise constant,
+so it passes no adjoint back; ``%`` uses ``a % b == a - b * (a // b)`` away from its jumps.
+"""
+
+import builtins
+import math
+import operator
+
+from .registry import rule
+
+
+@rule(operator.add)
+def add(a, b, result, g):
+    return g, g
+
+
+@rule(operator.sub)
+def sub(a, b, result, g):
+    return g, -g
+
+
+@rule(operator.mul)
+def mul(a, b, result, g):
+    return g * b, g * a
+
+
+@rule(operator.truediv)
+def truediv(a, b, result, g):
+    return g / b, -g * result / b
+
+
+@rule(operator.floordiv)
+def floordiv(a, b, result, g):
+    return None, None
+
+
+@rule(operator.mod)
+def mod(a, b, result, g):
+    return g, -g * (a // b)
+
+
+@rule(operator.neg)
+def neg(a, result, g):
+    return -g
+
+
+@rule(operator.pos)
+def pos(a, result, g):
+    return g
+
+
+@rule(operator.pow)
+def power(a, b, result, g):
+    # d(a**b)/db = a**b * log(a): 0 at a == 0 (from the right), undefined (nan) for a < 0.
+    return (
+        g * b * a ** (b - 1),
+        g * result * math.log(a) if a > 0 else (0.0 if a == 0 else math.nan),
+    )
+
+
+rule(builtins.pow)(power)
+rule(math.pow)(power)
+
+
+@rule(builtins.abs)
+def absolute(x, result, g):
+    return g if x > 0 else (-g if x < 0 else 0.0)
+
+
+rule(math.fabs)(absolute)
+
+
+@rule(builtins.max)
+def maximum(a, b, result, g):
+    return (0.0 if b > a else g), (g if b > a else 0.0)
+
+
+@rule(builtins.min)
+def minimum(a, b, result, g):
+    return (0.0 if b < a else g), (g if b < a else 0.0)
+
+
+@rule(builtins.float)
+def to_float(x, result, g):
+    return g

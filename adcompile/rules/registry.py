@@ -1,0 +1,181 @@
+"""Derivative rules as Python templates, and the tables that hold them.
+
+A rule is an ordinary Python function whose parameters are the primal's arguments, then
+``result`` (the primal's value) and ``g`` (the incoming adjoint); it returns one adjoint per
+argument (a tuple when there are several), or ``None`` for an argument with no derivative.
+The transform inlines the rule's body, so the rule's text is what appears in generated code.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import functools
+import inspect
+import math
+import textwrap
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+# Names a template may use besides its own parameters.
+TEMPLATE_GLOBALS = frozenset({"math", "abs", "min", "max", "float"})
+
+
+class RuleError(ValueError):
+    """A rule template that does not fit the rule form."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One derivative rule: the primal callable, its arity and the template function."""
+
+    primal: object
+    name: str
+    template: Callable[..., object]
+    arity: int
+    params: tuple[str, ...] = field(compare=False)
+
+    @functools.cached_property
+    def parsed(self) -> tuple[list[ast.stmt], list[ast.expr | None]]:
+        """The template's setup statements and one adjoint expression per argument."""
+        return parse_template(self.template, self.arity)
+
+    @property
+    def nondifferentiable_args(self) -> frozenset[int]:
+        """Indices of the arguments whose adjoint is ``None``."""
+        return frozenset(i for i, expr in enumerate(self.parsed[1]) if expr is None)
+
+
+def _template_def(template: Callable[..., object]) -> ast.FunctionDef:
+    source = textwrap.dedent(inspect.getsource(template))
+    node = ast.parse(source).body[0]
+    if not isinstance(node, ast.FunctionDef):
+        raise RuleError(f"rule {template.__name__} must be a def")
+    return node
+
+
+def parse_template(
+    template: Callable[..., object], arity: int
+) -> tuple[list[ast.stmt], list[ast.expr | None]]:
+    """Split a template into assignments and the returned adjoints, checking its shape."""
+    body = _template_def(template).body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # docstring
+    if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
+        raise RuleError(f"rule {template.__name__} must end with a return of the adjoints")
+    for stmt in body[:-1]:
+        if not (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+        ):
+            raise RuleError(
+                f"rule {template.__name__}: only `name = expression` lines may precede the return"
+            )
+    value = body[-1].value
+    exprs = value.elts if isinstance(value, ast.Tuple) and arity > 1 else [value]
+    if len(exprs) != arity:
+        raise RuleError(
+            f"rule {template.__name__} returns {len(exprs)} adjoint(s) for {arity} argument(s)"
+        )
+    adjoints = [None if _is_none(e) else e for e in exprs]
+    return body[:-1], adjoints
+
+
+def _is_none(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is None
+
+
+def template_arity(template: Callable[..., object]) -> tuple[int, tuple[str, ...]]:
+    """Return the number of primal arguments a template takes, and all its parameter names."""
+    params = tuple(inspect.signature(template).parameters)
+    if len(params) < 3 or params[-2:] != ("result", "g"):
+        raise RuleError(
+            f"rule {getattr(template, '__name__', template)} must take the primal's arguments, "
+            f"then `result`, then `g`; it takes ({', '.join(params)})"
+        )
+    return len(params) - 2, params
+
+
+def display_name(primal: object) -> str:
+    """A readable dotted name for a callable: ``math.sin``, ``abs``, ``operator.add``."""
+    module = getattr(primal, "__module__", None) or ""
+    module = {"_operator": "operator"}.get(module, module)
+    name = getattr(primal, "__qualname__", None) or getattr(primal, "__name__", repr(primal))
+    if module in ("builtins", ""):
+        return name
+    return f"{module}.{name}"
+
+
+class RuleTable:
+    """Rules keyed by (callable, arity); a child table overrides and falls back to its parent."""
+
+    def __init__(self, parent: RuleTable | None = None) -> None:
+        self.parent = parent
+        self._rules: dict[tuple[int, int], Rule] = {}
+
+    def register(self, primal: object, template: Callable[..., object]) -> Rule:
+        """Add (or replace) the rule for ``primal`` with the arity of ``template``."""
+        arity, params = template_arity(template)
+        rule = Rule(primal, display_name(primal), template, arity, params)
+        rule.parsed  # noqa: B018 -- parse now so a malformed template fails at registration
+        self._rules[(id(primal), arity)] = rule
+        return rule
+
+    def lookup(self, primal: object, arity: int) -> Rule | None:
+        """Return the rule for ``primal`` called with ``arity`` arguments, if any."""
+        found = self._rules.get((id(primal), arity))
+        if found is None and self.parent is not None:
+            return self.parent.lookup(primal, arity)
+        return found
+
+    def arities(self, primal: object) -> list[int]:
+        """All arities that have a rule for ``primal``."""
+        mine = {a for (key, a) in self._rules if key == id(primal)}
+        inherited = set(self.parent.arities(primal)) if self.parent else set()
+        return sorted(mine | inherited)
+
+    def __iter__(self) -> Iterator[Rule]:
+        seen = set()
+        table: RuleTable | None = self
+        while table is not None:
+            for key, rule in table._rules.items():
+                if key not in seen:
+                    seen.add(key)
+                    yield rule
+            table = table.parent
+
+    @contextlib.contextmanager
+    def scope(self) -> Iterator[RuleTable]:
+        """Use a child table while the ``with`` block runs (rules added there do not leak)."""
+        global ACTIVE
+        child = RuleTable(parent=self)
+        previous, ACTIVE = ACTIVE, child
+        try:
+            yield child
+        finally:
+            ACTIVE = previous
+
+
+BUILTIN_RULES = RuleTable()
+ACTIVE = BUILTIN_RULES
+
+
+def rule(primal: object) -> Callable[[Callable[..., object]], Callable[..., object]]:
+    """Register the decorated template as the built-in derivative rule of ``primal``."""
+
+    def register(template: Callable[..., object]) -> Callable[..., object]:
+        BUILTIN_RULES.register(primal, template)
+        return template
+
+    return register
+
+
+def active_rules() -> RuleTable:
+    """The rule table in force (the built-in one unless a scope is open)."""
+    return ACTIVE
+
+
+# Modules whose attributes a template or generated code may name.
+KNOWN_MODULES = {"math": math, "builtins": builtins}

@@ -1,0 +1,221 @@
+"""Find a function's source: its AST with real file positions, and the names it can see.
+
+Two ways in: ``load_function`` takes a live function object (its globals and closure cells
+are the namespace); ``load_from_file`` reads a file without executing it (the CLI's static
+mode), resolving only the standard modules it imports and literal module-level constants.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import importlib
+import linecache
+import types
+from collections import ChainMap
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import AdcompileError, Location, UnsupportedSyntaxError, node_location
+
+FunctionNode = ast.FunctionDef | ast.Lambda
+
+# Modules the static (file) mode may import to resolve names: pure, side-effect free.
+STATIC_MODULES = frozenset({"math", "cmath", "operator"})
+
+_TREE_CACHE: dict[str, tuple[str, ast.Module]] = {}
+
+
+@dataclass
+class FunctionSource:
+    """A function to differentiate: its AST, where it lives and what its names refer to."""
+
+    node: FunctionNode
+    filename: str
+    lines: list[str]
+    namespace: Mapping[str, object]
+    name: str
+    defaults: tuple[object, ...] = ()
+    origin: object = field(default=None, repr=False)
+
+    def locate(self, node: ast.AST) -> Location:
+        """Return the location of ``node`` in the user's file."""
+        return node_location(node, self.filename, self.lines)
+
+    def error(self, cls: type[AdcompileError], node: ast.AST, message: str) -> AdcompileError:
+        """Build an error of class ``cls`` pointing at ``node``."""
+        return cls(message, self.locate(node))
+
+    def param_names(self) -> list[str]:
+        """Return the positional parameter names, in order."""
+        args = self.node.args
+        return [a.arg for a in args.posonlyargs + args.args]
+
+    def source_line(self, line: int) -> str:
+        """Return the stripped text of a line of the user's file."""
+        return self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
+
+
+def _parse_file(filename: str, text: str) -> ast.Module:
+    cached = _TREE_CACHE.get(filename)
+    if cached is not None and cached[0] == text:
+        return cached[1]
+    tree = ast.parse(text, filename=filename)
+    _TREE_CACHE[filename] = (text, tree)
+    return tree
+
+
+def _first_line(node: ast.AST) -> int:
+    decorators = getattr(node, "decorator_list", [])
+    return min([node.lineno] + [d.lineno for d in decorators])
+
+
+def _code_positions(code: types.CodeType) -> list[tuple[int, int]]:
+    return [(line, col) for line, _, col, _ in code.co_positions() if line and col is not None]
+
+
+def _contains(node: ast.AST, line: int, col: int) -> bool:
+    start = (node.lineno, node.col_offset)
+    end = (node.end_lineno, node.end_col_offset)
+    return start <= (line, col) < end
+
+
+def _find_node(tree: ast.Module, code: types.CodeType) -> FunctionNode | None:
+    first = code.co_firstlineno
+    if code.co_name == "<lambda>":
+        lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == first]
+        if len(lambdas) > 1:
+            positions = _code_positions(code)
+            lambdas = [
+                n for n in lambdas if positions and all(_contains(n.body, *p) for p in positions)
+            ] or lambdas[:0]
+        return lambdas[0] if len(lambdas) == 1 else None
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.name == code.co_name
+            and _first_line(node) == first
+        ):
+            return node
+    return None
+
+
+def _closure_values(fn: types.FunctionType) -> dict[str, object]:
+    values = {}
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
+        try:
+            values[name] = cell.cell_contents
+        except ValueError:  # an empty cell: the variable is not bound yet
+            continue
+    return values
+
+
+def load_function(fn: object) -> FunctionSource:
+    """Load a live Python function: its AST (real positions) and its visible names."""
+    if not isinstance(fn, types.FunctionType):
+        kind = type(fn).__name__
+        raise TypeError(f"adcompile differentiates Python functions defined with def or lambda, "
+                        f"not {kind} objects ({fn!r})")
+    code = fn.__code__
+    filename = code.co_filename
+    lines = linecache.getlines(filename, fn.__globals__)
+    if not lines:
+        raise AdcompileError(
+            f"cannot read the source of {fn.__qualname__}: {filename} is not available "
+            "(functions typed into the interactive prompt have no source file; put them in a file)"
+        )
+    tree = _parse_file(filename, "".join(lines))
+    node = _find_node(tree, code)
+    if node is None:
+        raise AdcompileError(
+            f"cannot find the definition of {fn.__qualname__} in {filename} at line "
+            f"{code.co_firstlineno} (several lambdas on one line that adcompile cannot tell "
+            "apart, or the file changed since it was imported)"
+        )
+    namespace = ChainMap(_closure_values(fn), fn.__globals__, vars(builtins))
+    return FunctionSource(
+        node=node,
+        filename=filename,
+        lines=lines,
+        namespace=namespace,
+        name=fn.__name__,
+        defaults=tuple(fn.__defaults__ or ()),
+        origin=fn,
+    )
+
+
+def _static_import(module: str) -> object | None:
+    root = module.split(".")[0]
+    if root not in STATIC_MODULES:
+        return None
+    return importlib.import_module(module)
+
+
+def _literal(node: ast.expr) -> object | None:
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, int | float | tuple) else None
+
+
+def static_namespace(tree: ast.Module) -> dict[str, object]:
+    """Names a file defines at module level, resolved without running it."""
+    names: dict[str, object] = dict(vars(builtins))
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                module = _static_import(alias.name)
+                if module is not None:
+                    bound = alias.asname or alias.name.split(".")[0]
+                    names[bound] = module if alias.asname else _static_import(bound)
+        elif isinstance(stmt, ast.ImportFrom) and stmt.module and stmt.level == 0:
+            module = _static_import(stmt.module)
+            for alias in stmt.names:
+                if module is not None and hasattr(module, alias.name):
+                    names[alias.asname or alias.name] = getattr(module, alias.name)
+        elif isinstance(stmt, ast.Assign | ast.AnnAssign) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            value = _literal(stmt.value)
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    if value is None:
+                        names.pop(target.id, None)
+                    else:
+                        names[target.id] = value
+    return names
+
+
+def load_from_file(path: str, func_name: str) -> FunctionSource:
+    """Load a top-level function from a file without executing the file."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FileNotFoundError(f"cannot read {path}: {exc.strerror or exc}") from None
+    filename = str(file)
+    try:
+        tree = ast.parse(text, filename=filename)
+    except SyntaxError as exc:
+        location = Location(filename, exc.lineno or 0, exc.offset or 0, exc.text or "")
+        raise UnsupportedSyntaxError(f"the file does not parse: {exc.msg}", location) from None
+    functions = {
+        stmt.name: stmt
+        for stmt in tree.body
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    if func_name not in functions:
+        known = ", ".join(sorted(functions)) or "none"
+        raise LookupError(f"{path} has no top-level function {func_name!r} (functions: {known})")
+    node = functions[func_name]
+    lines = text.splitlines(keepends=True)
+    defaults = tuple(_literal(d) for d in node.args.defaults)
+    return FunctionSource(
+        node=node,
+        filename=filename,
+        lines=lines,
+        namespace=static_namespace(tree),
+        name=func_name,
+        defaults=defaults,
+    )
