@@ -1,0 +1,154 @@
+"""The core form: one primitive per statement, every variable assigned once per path.
+
+``lower.py`` produces it, ``reverse.py`` consumes it. Atoms are the only operands a primitive
+takes; anything nested has been pulled out into its own statement with a fresh name.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from .names import NameTable
+from .rules import Rule
+
+
+@dataclass(frozen=True)
+class Var:
+    """A local variable of the core form (already renamed: one name, one assignment)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Const:
+    """A numeric literal."""
+
+    value: int | float | bool
+
+
+@dataclass(frozen=True)
+class Global:
+    """A constant the generated module provides: ``math.pi`` or a user's ``K = 3.0``."""
+
+    expr: ast.expr
+    text: str
+
+
+Atom = Var | Const | Global
+
+
+@dataclass
+class Apply:
+    """``target = primitive(*args)`` for a primitive that has a derivative rule.
+
+    ``render`` rebuilds the forward expression from operand expressions, so the forward code
+    keeps the user's spelling (``a + b``, ``-a``, ``math.sin(a)``).
+    """
+
+    target: str
+    rule: Rule
+    args: list[Atom]
+    render: ast.expr  # the expression with operands replaced by placeholders ARG0, ARG1, ...
+    line: int
+
+
+@dataclass
+class Copy:
+    """``target = source``."""
+
+    target: str
+    source: Atom
+    line: int
+
+
+@dataclass
+class Opaque:
+    """A value with no derivative flowing through it, e.g. a comparison used as a branch test.
+
+    ``no_rule`` is None when the value is piecewise constant by nature (comparisons, ``not``);
+    otherwise it is the error to raise should a derivative ever need to flow through it.
+    """
+
+    target: str
+    expr: ast.expr
+    reads: frozenset[str]
+    line: int
+    no_rule: Exception | None = None
+
+
+@dataclass
+class If:
+    """Two blocks chosen by a recorded condition; both assign the same set of merged names."""
+
+    cond: str
+    body: list[Stmt]
+    orelse: list[Stmt]
+    line: int
+
+
+@dataclass
+class Return:
+    """The function's single exit."""
+
+    value: Atom
+    line: int
+
+
+Stmt = Apply | Copy | Opaque | If | Return
+
+
+@dataclass
+class CoreFunction:
+    """A lowered function, with what the generated module must define around it."""
+
+    name: str
+    params: list[str]
+    body: list[Stmt]
+    output: str
+    constants: dict[str, object] = field(default_factory=dict)
+    math_alias: str = "math"
+    uses_math: bool = False
+    names: NameTable | None = None
+
+
+ARG_PLACEHOLDER = "ARG{}"
+
+
+def atom_expr(atom: Atom) -> ast.expr:
+    """The expression for an atom (negative literals as unary minus, so precedence holds)."""
+    if isinstance(atom, Var):
+        return ast.Name(id=atom.name, ctx=ast.Load())
+    if isinstance(atom, Global):
+        return _copy_expr(atom.expr)
+    value = atom.value
+    if isinstance(value, float | int) and not isinstance(value, bool) and value < 0:
+        return ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=-value))
+    return ast.Constant(value=value)
+
+
+def clone(node: object) -> object:
+    """A deep copy of an AST (faster than ``copy.deepcopy``; positions are dropped)."""
+    if isinstance(node, ast.AST):
+        new = node.__class__()
+        for name in node._fields:
+            setattr(new, name, clone(getattr(node, name, None)))
+        return new
+    if isinstance(node, list):
+        return [clone(item) for item in node]
+    return node
+
+
+def _copy_expr(expr: ast.expr) -> ast.expr:
+    return clone(expr)
+
+
+def fill_placeholders(template: ast.expr, operands: list[ast.expr]) -> ast.expr:
+    """Replace ``ARG0``, ``ARG1``, ... in a copy of ``template`` by the given expressions."""
+    lookup = {ARG_PLACEHOLDER.format(i): op for i, op in enumerate(operands)}
+
+    class Fill(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.expr:
+            return lookup.get(node.id, node)
+
+    return Fill().visit(_copy_expr(template))

@@ -1,0 +1,513 @@
+"""Lower a function's AST to the core form (see ``ir.py``).
+
+One primitive per statement, a fresh name on every reassignment, augmented assignment, tuple
+unpacking and conditional expressions desugared. This module knows nothing about derivatives
+beyond asking the rule table whether a callable has a rule; everything outside the supported
+subset is rejected here, at the node that uses it.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import math
+import operator
+import types
+from collections.abc import Callable
+
+from . import messages
+from .errors import AdcompileError, NoDerivativeError, UnsupportedSyntaxError
+from .ir import (
+    ARG_PLACEHOLDER,
+    Apply,
+    Atom,
+    Const,
+    CoreFunction,
+    Copy,
+    Global,
+    If,
+    Opaque,
+    Return,
+    Stmt,
+    Var,
+)
+from .names import NameTable, user_name_table
+from .rules import Rule, RuleTable, active_rules
+from .source import FunctionSource
+
+BINARY_OPERATORS: dict[type[ast.operator], Callable[..., object]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+}
+UNARY_OPERATORS: dict[type[ast.unaryop], Callable[..., object]] = {
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
+# Modules whose functions and constants generated code may name (under a fresh alias).
+RENDERABLE_MODULES = {"math": math}
+# Builtins generated code may call where no derivative is needed (branch tests).
+NONDIFF_BUILTINS = frozenset({"abs", "min", "max", "pow", "float", "int", "round", "bool"})
+
+
+def _placeholder(i: int) -> ast.Name:
+    return ast.Name(id=ARG_PLACEHOLDER.format(i), ctx=ast.Load())
+
+
+def assigned_names(body: list[ast.stmt]) -> set[str]:
+    """Names the function body binds (its locals), not looking into nested scopes."""
+    found: set[str] = set()
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.add(node.id)
+        if isinstance(node, ast.Lambda | ast.FunctionDef | ast.comprehension):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+class Lowerer:
+    """Turns one function's AST into a ``CoreFunction``."""
+
+    def __init__(self, fs: FunctionSource, rules: RuleTable | None = None) -> None:
+        self.fs = fs
+        self.rules = rules or active_rules()
+        self.names: NameTable = user_name_table(fs.node)
+        self.math_alias = self.names.fresh("math")
+        self.uses_math = False
+        self.constants: dict[str, object] = {}
+        self.env: dict[str, str] = {}
+        self.block: list[Stmt] = []
+        self.locals: set[str] = set()
+        self.first_bound: set[str] = set()
+
+    # ----- entry point -------------------------------------------------------------------
+    def lower(self) -> CoreFunction:
+        """Lower the whole function."""
+        node = self.fs.node
+        self._check_signature(node)
+        params = self.fs.param_names()
+        body = self._function_body(node)
+        self.locals = set(params) | assigned_names(body)
+        for name in params:
+            self.env[name] = name
+        output = self.names.fresh(_output_stem(self.fs.name, params))
+        self._lower_body(body, output)
+        return CoreFunction(
+            name=self.fs.name,
+            params=params,
+            body=self.block,
+            output=output,
+            constants=self.constants,
+            math_alias=self.math_alias,
+            uses_math=self.uses_math,
+            names=self.names,
+        )
+
+    def _error(self, cls: type[AdcompileError], node: ast.AST, message: str) -> AdcompileError:
+        return self.fs.error(cls, node, message)
+
+    def _check_signature(self, node: ast.FunctionDef | ast.Lambda) -> None:
+        if isinstance(node, ast.AsyncFunctionDef):
+            raise self._error(UnsupportedSyntaxError, node, messages.ASYNC_DEF)
+        args = node.args
+        if args.vararg or args.kwarg or args.kwonlyargs:
+            bad = args.vararg or args.kwarg or args.kwonlyargs[0]
+            raise self._error(UnsupportedSyntaxError, bad, messages.NON_POSITIONAL_PARAMS)
+
+    def _function_body(self, node: ast.FunctionDef | ast.Lambda) -> list[ast.stmt]:
+        if isinstance(node, ast.Lambda):
+            ret = ast.Return(value=node.body)
+            ast.copy_location(ret, node.body)
+            return [ret]
+        body = list(node.body)
+        if body and _is_docstring(body[0]):
+            body = body[1:]
+        return body
+
+    def _lower_body(self, body: list[ast.stmt], output: str) -> None:
+        if not body or not isinstance(body[-1], ast.Return):
+            where = body[-1] if body else self.fs.node
+            raise self._error(UnsupportedSyntaxError, where, messages.MISSING_RETURN)
+        for stmt in body[:-1]:
+            if isinstance(stmt, ast.Return):
+                raise self._error(UnsupportedSyntaxError, stmt, messages.EARLY_RETURN)
+            self._statement(stmt)
+        self._return(body[-1], output)
+
+    # ----- statements --------------------------------------------------------------------
+    def _statement(self, stmt: ast.stmt) -> None:
+        handler = getattr(self, f"_stmt_{type(stmt).__name__}", None)
+        if handler is None:
+            message = messages.UNSUPPORTED_STATEMENTS.get(
+                type(stmt), f"`{type(stmt).__name__}` statements are not supported"
+            )
+            raise self._error(UnsupportedSyntaxError, stmt, message)
+        handler(stmt)
+
+    def _stmt_Pass(self, stmt: ast.Pass) -> None:
+        pass
+
+    def _stmt_Expr(self, stmt: ast.Expr) -> None:
+        if _is_docstring(stmt):
+            return
+        raise self._error(UnsupportedSyntaxError, stmt, messages.EXPRESSION_STATEMENT)
+
+    def _stmt_Assign(self, stmt: ast.Assign) -> None:
+        first, *others = stmt.targets
+        if isinstance(first, ast.Tuple | ast.List):
+            if others:
+                raise self._error(UnsupportedSyntaxError, stmt, messages.CHAINED_UNPACKING)
+            self._unpack(first, stmt.value)
+            return
+        self._bind(first, stmt.value)
+        for target in others:
+            self._check_name_target(target)
+            self._bind_atom(target.id, Var(self.env[first.id]), target.lineno)
+
+    def _stmt_AnnAssign(self, stmt: ast.AnnAssign) -> None:
+        if stmt.value is not None:
+            self._bind(stmt.target, stmt.value)
+
+    def _stmt_AugAssign(self, stmt: ast.AugAssign) -> None:
+        self._check_name_target(stmt.target)
+        read = ast.Name(id=stmt.target.id, ctx=ast.Load())
+        value = ast.BinOp(left=read, op=stmt.op, right=stmt.value)
+        for node in (read, value):
+            ast.copy_location(node, stmt)
+        self._bind(stmt.target, value)
+
+    def _check_name_target(self, target: ast.expr) -> None:
+        if not isinstance(target, ast.Name):
+            message = messages.UNSUPPORTED_TARGETS.get(
+                type(target), "only plain names can be assigned to"
+            )
+            raise self._error(UnsupportedSyntaxError, target, message)
+
+    def _version(self, name: str) -> str:
+        """The name for a new assignment of ``name``: itself the first time, then fresh."""
+        if name not in self.env and name not in self.first_bound:
+            self.first_bound.add(name)
+            return name
+        return self.names.fresh(name)
+
+    def _bind(self, target: ast.expr, value: ast.expr) -> None:
+        self._check_name_target(target)
+        new = self._version(target.id)
+        self._lower_into(value, new)
+        self.env[target.id] = new
+
+    def _bind_atom(self, name: str, atom: Atom, line: int) -> None:
+        new = self._version(name)
+        self.block.append(Copy(new, atom, line))
+        self.env[name] = new
+
+    def _unpack(self, target: ast.Tuple | ast.List, value: ast.expr) -> None:
+        if not isinstance(value, ast.Tuple | ast.List):
+            raise self._error(UnsupportedSyntaxError, value, messages.UNPACK_NON_LITERAL)
+        if len(target.elts) != len(value.elts):
+            raise self._error(UnsupportedSyntaxError, target, messages.UNPACK_LENGTH)
+        for elt in target.elts:
+            self._check_name_target(elt)
+        # Evaluate every right-hand side before binding, as Python does (`a, b = b, a`).
+        new_names = []
+        for elt, expr in zip(target.elts, value.elts, strict=True):
+            new = self._version(elt.id)
+            self._lower_into(expr, new)
+            new_names.append(new)
+        for elt, new in zip(target.elts, new_names, strict=True):
+            self.env[elt.id] = new
+
+    def _return(self, stmt: ast.Return, output: str) -> None:
+        if stmt.value is None:
+            raise self._error(UnsupportedSyntaxError, stmt, messages.RETURN_NOTHING)
+        if isinstance(stmt.value, ast.Tuple | ast.List):
+            raise self._error(UnsupportedSyntaxError, stmt.value, messages.RETURN_TUPLE)
+        self._lower_into(stmt.value, output)
+        self.block.append(Return(Var(output), stmt.lineno))
+
+    # ----- expressions -------------------------------------------------------------------
+    def _atom(self, node: ast.expr) -> Atom:
+        """An operand: names and literals as they are, anything else into a temporary."""
+        if isinstance(node, ast.Constant):
+            return Const(self._number(node))
+        if isinstance(node, ast.Name):
+            return self._name_atom(node)
+        if (
+            isinstance(node, ast.UnaryOp)
+            and isinstance(node.op, ast.USub)
+            and isinstance(node.operand, ast.Constant)
+        ):
+            return Const(-self._number(node.operand))
+        if isinstance(node, ast.Attribute):
+            return self._attribute_atom(node)
+        temp = self.names.numbered("t")
+        self._lower_into(node, temp)
+        return Var(temp)
+
+    def _lower_into(self, node: ast.expr, target: str) -> None:
+        """Emit statements that leave the value of ``node`` in ``target``."""
+        handler = getattr(self, f"_expr_{type(node).__name__}", None)
+        if handler is None:
+            if isinstance(node, ast.Constant | ast.Name | ast.Attribute):
+                self.block.append(Copy(target, self._atom(node), node.lineno))
+                return
+            message = messages.UNSUPPORTED_EXPRESSIONS.get(
+                type(node), f"`{type(node).__name__}` expressions are not supported"
+            )
+            raise self._error(UnsupportedSyntaxError, node, message)
+        handler(node, target)
+
+    def _expr_BinOp(self, node: ast.BinOp, target: str) -> None:
+        primal = BINARY_OPERATORS.get(type(node.op))
+        if primal is None:
+            symbol = messages.operator_symbol(node.op)
+            raise self._error(UnsupportedSyntaxError, node, messages.unsupported_operator(symbol))
+        args = [self._atom(node.left), self._atom(node.right)]
+        shape = ast.BinOp(left=_placeholder(0), op=node.op, right=_placeholder(1))
+        self._apply(node, target, primal, args, shape)
+
+    def _expr_UnaryOp(self, node: ast.UnaryOp, target: str) -> None:
+        if isinstance(node.op, ast.Not):
+            self._opaque(node, target)
+            return
+        primal = UNARY_OPERATORS.get(type(node.op))
+        if primal is None:
+            raise self._error(UnsupportedSyntaxError, node, messages.unsupported_operator("~"))
+        args = [self._atom(node.operand)]
+        self._apply(node, target, primal, args, ast.UnaryOp(op=node.op, operand=_placeholder(0)))
+
+    def _expr_Compare(self, node: ast.Compare, target: str) -> None:
+        self._opaque(node, target)
+
+    def _expr_BoolOp(self, node: ast.BoolOp, target: str) -> None:
+        error = self._error(NoDerivativeError, node, messages.BOOLOP_VALUE)
+        self._opaque(node, target, no_rule=error)
+
+    def _expr_IfExp(self, node: ast.IfExp, target: str) -> None:
+        cond = self.names.numbered("cond")
+        self._opaque(node.test, cond)
+        body = self._sub_block(lambda: self._lower_into(node.body, target))
+        orelse = self._sub_block(lambda: self._lower_into(node.orelse, target))
+        self.block.append(If(cond, body, orelse, node.lineno))
+
+    def _sub_block(self, lower: Callable[[], None]) -> list[Stmt]:
+        outer, self.block = self.block, []
+        try:
+            lower()
+            return self.block
+        finally:
+            self.block = outer
+
+    def _expr_Call(self, node: ast.Call, target: str) -> None:
+        callee, shown = self._callee(node.func)
+        if node.keywords:
+            raise self._error(UnsupportedSyntaxError, node.keywords[0], messages.CALL_KEYWORDS)
+        for arg in node.args:
+            if isinstance(arg, ast.Starred):
+                raise self._error(UnsupportedSyntaxError, arg, messages.CALL_STARRED)
+        args = node.args
+        if callee in (builtins.min, builtins.max) and len(args) > 2:
+            # min(a, b, c) == min(min(a, b), c), ties included (the first wins in both).
+            inner = ast.Call(func=node.func, args=args[:-1], keywords=[])
+            args = [ast.copy_location(inner, node), args[-1]]
+        rule = self.rules.lookup(callee, len(args))
+        if rule is None:
+            self._call_without_rule(node, target, callee, shown)
+            return
+        atoms = [self._atom(arg) for arg in args]
+        shape = ast.Call(func=shown, args=[_placeholder(i) for i in range(len(atoms))], keywords=[])
+        self._apply(node, target, callee, atoms, shape, rule)
+
+    def _call_without_rule(self, node: ast.Call, target: str, callee: object, shown: str) -> None:
+        name = ast.unparse(node.func)
+        arities = self.rules.arities(callee)
+        if arities:
+            message = messages.wrong_arity(name, len(node.args), arities)
+            raise self._error(UnsupportedSyntaxError, node, message)
+        if not self._renderable_callee(callee):
+            raise self._error(NoDerivativeError, node.func, messages.no_rule(name, callee))
+        # A known function with no derivative (math.floor, round, ...): fine as long as no
+        # derivative has to pass through it; reverse.py raises this error if one does.
+        error = self._error(NoDerivativeError, node.func, messages.no_rule_on_path(name))
+        self._opaque(node, target, no_rule=error)
+
+    def _apply(
+        self,
+        node: ast.expr,
+        target: str,
+        primal: object,
+        args: list[Atom],
+        shape: ast.expr,
+        rule: Rule | None = None,
+    ) -> None:
+        rule = rule or self.rules.lookup(primal, len(args))
+        if rule is None:  # an operator without a rule: the rule table was changed
+            raise self._error(NoDerivativeError, node, messages.no_rule(ast.unparse(node), primal))
+        self.block.append(Apply(target, rule, args, shape, node.lineno))
+
+    # ----- names, attributes and callees -------------------------------------------------
+    def _number(self, node: ast.Constant) -> int | float | bool:
+        value = node.value
+        if isinstance(value, bool | int | float):
+            return value
+        raise self._error(UnsupportedSyntaxError, node, messages.non_numeric_constant(value))
+
+    def _name_atom(self, node: ast.Name) -> Atom:
+        if node.id in self.locals:
+            if node.id not in self.env:
+                raise self._error(UnsupportedSyntaxError, node, messages.unbound_local(node.id))
+            return Var(self.env[node.id])
+        value = self._resolve_global(node)
+        if isinstance(value, bool | int | float):
+            self.constants[node.id] = value
+            return Global(ast.Name(id=node.id, ctx=ast.Load()), node.id)
+        raise self._error(
+            UnsupportedSyntaxError, node, messages.global_not_number(node.id, value)
+        )
+
+    def _resolve_global(self, node: ast.Name) -> object:
+        try:
+            return self.fs.namespace[node.id]
+        except KeyError:
+            raise self._error(
+                UnsupportedSyntaxError, node, messages.undefined_name(node.id)
+            ) from None
+
+    def _attribute_atom(self, node: ast.Attribute) -> Atom:
+        value, shown = self._resolve_attribute(node)
+        if isinstance(value, bool | int | float):
+            return Global(shown, ast.unparse(shown))
+        raise self._error(
+            UnsupportedSyntaxError, node, messages.global_not_number(ast.unparse(node), value)
+        )
+
+    def _resolve_attribute(self, node: ast.Attribute) -> tuple[object, ast.expr]:
+        if not isinstance(node.value, ast.Name) or node.value.id in self.locals:
+            raise self._error(UnsupportedSyntaxError, node, messages.ATTRIBUTE_ACCESS)
+        module = self._resolve_global(node.value)
+        if not isinstance(module, types.ModuleType):
+            raise self._error(UnsupportedSyntaxError, node, messages.ATTRIBUTE_ACCESS)
+        if not hasattr(module, node.attr):
+            raise self._error(
+                UnsupportedSyntaxError, node, messages.missing_attribute(module, node.attr)
+            )
+        value = getattr(module, node.attr)
+        return value, self._module_member(module, node.attr, node)
+
+    def _module_member(self, module: types.ModuleType, attr: str, node: ast.AST) -> ast.expr:
+        for name, known in RENDERABLE_MODULES.items():
+            if module is known:
+                if name == "math":
+                    self.uses_math = True
+                alias = ast.Name(id=self.math_alias, ctx=ast.Load())
+                return ast.Attribute(value=alias, attr=attr, ctx=ast.Load())
+        raise self._error(UnsupportedSyntaxError, node, messages.unknown_module(module.__name__))
+
+    def _callee(self, func: ast.expr) -> tuple[object, ast.expr]:
+        """Resolve a called expression to the object it names and how generated code names it."""
+        if isinstance(func, ast.Attribute):
+            return self._resolve_attribute(func)
+        if not isinstance(func, ast.Name):
+            raise self._error(UnsupportedSyntaxError, func, messages.COMPLEX_CALLEE)
+        if func.id in self.locals:
+            raise self._error(UnsupportedSyntaxError, func, messages.LOCAL_CALLEE)
+        value = self._resolve_global(func)
+        return value, self._canonical_callee(value, func)
+
+    def _canonical_callee(self, value: object, node: ast.Name) -> ast.expr:
+        # `from math import sin` and `import math as m` both become `math.sin`.
+        for module in RENDERABLE_MODULES.values():
+            name = getattr(value, "__name__", None)
+            if name and getattr(module, name, None) is value:
+                return self._module_member(module, name, node)
+        if getattr(builtins, node.id, None) is value:
+            return ast.Name(id=node.id, ctx=ast.Load())
+        return ast.Name(id=node.id, ctx=ast.Load())
+
+    def _renderable_callee(self, value: object) -> bool:
+        name = getattr(value, "__name__", None)
+        if name is None:
+            return False
+        in_module = any(getattr(m, name, None) is value for m in RENDERABLE_MODULES.values())
+        return in_module or (name in NONDIFF_BUILTINS and getattr(builtins, name) is value)
+
+    # ----- values with no derivative -----------------------------------------------------
+    def _opaque(self, node: ast.expr, target: str, no_rule: Exception | None = None) -> None:
+        rewritten, reads = self._rewrite_opaque(node)
+        self.block.append(Opaque(target, rewritten, frozenset(reads), node.lineno, no_rule))
+
+    def _rewrite_opaque(self, node: ast.expr) -> tuple[ast.expr, set[str]]:
+        """Copy a test expression with names renamed and callees made canonical."""
+        reads: set[str] = set()
+        lowerer = self
+
+        class Rewrite(ast.NodeTransformer):
+            def visit_Name(self, name: ast.Name) -> ast.expr:
+                atom = lowerer._name_atom(name)
+                if isinstance(atom, Var):
+                    reads.add(atom.name)
+                return ast.copy_location(_atom_node(atom), name)
+
+            def visit_Attribute(self, attr: ast.Attribute) -> ast.expr:
+                return lowerer._attribute_atom(attr).expr
+
+            def visit_Call(self, call: ast.Call) -> ast.expr:
+                value, shown = lowerer._callee(call.func)
+                if not lowerer._renderable_callee(value):
+                    name = ast.unparse(call.func)
+                    raise lowerer._error(NoDerivativeError, call.func, messages.no_rule(name, value))
+                args = [self.visit(a) for a in call.args]
+                if call.keywords:
+                    raise lowerer._error(UnsupportedSyntaxError, call, messages.CALL_KEYWORDS)
+                return ast.Call(func=shown, args=args, keywords=[])
+
+            def generic_visit(self, node: ast.AST) -> ast.AST:
+                if isinstance(node, ast.expr) and type(node) in messages.UNSUPPORTED_EXPRESSIONS:
+                    message = messages.UNSUPPORTED_EXPRESSIONS[type(node)]
+                    raise lowerer._error(UnsupportedSyntaxError, node, message)
+                return super().generic_visit(node)
+
+        from .ir import clone  # local: clone is only needed here
+
+        return Rewrite().visit(clone_with_positions(node, clone)), reads
+
+
+def clone_with_positions(node: ast.expr, clone: Callable[[object], object]) -> ast.expr:
+    """Clone an expression keeping line/column information (needed for error locations)."""
+    copy = clone(node)
+    for new, old in zip(ast.walk(copy), ast.walk(node), strict=True):
+        for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+            if hasattr(old, attr):
+                setattr(new, attr, getattr(old, attr))
+    return copy
+
+
+def _atom_node(atom: Atom) -> ast.expr:
+    from .ir import atom_expr
+
+    return atom_expr(atom)
+
+
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Constant)
+        and isinstance(stmt.value.value, str)
+    )
+
+
+def _output_stem(function_name: str, params: list[str]) -> str:
+    stem = function_name if function_name.isidentifier() else "out"
+    return "out" if stem in params else stem
+
+
+def lower_function(fs: FunctionSource, rules: RuleTable | None = None) -> CoreFunction:
+    """Lower ``fs`` to the core form, raising a located error for anything unsupported."""
+    return Lowerer(fs, rules).lower()

@@ -1,0 +1,174 @@
+"""The text of every compile-time error: what is unsupported and what to write instead."""
+
+from __future__ import annotations
+
+import ast
+
+ASYNC_DEF = "async functions cannot be differentiated; write a plain `def`"
+NON_POSITIONAL_PARAMS = (
+    "only positional parameters are supported (no *args, **kwargs or keyword-only "
+    "parameters); list the inputs as ordinary parameters"
+)
+MISSING_RETURN = "the function must end with `return <expression>` (the value to differentiate)"
+EARLY_RETURN = (
+    "`return` before the end of the function is not supported in straight-line code; "
+    "compute the result in a variable and return it on the last line"
+)
+RETURN_NOTHING = "`return` needs a value: grad differentiates the returned number"
+RETURN_TUPLE = (
+    "the function returns several values; grad needs one scalar output "
+    "(return a single expression, e.g. their sum)"
+)
+EXPRESSION_STATEMENT = (
+    "an expression statement has no effect on the result and is not supported "
+    "(calls such as print() cannot be differentiated); remove it or assign its value"
+)
+CHAINED_UNPACKING = "chained tuple assignment is not supported; unpack on its own line"
+UNPACK_NON_LITERAL = (
+    "tuple unpacking is supported only from a literal tuple (`a, b = e1, e2`); "
+    "assign each name on its own line"
+)
+UNPACK_LENGTH = "the number of names and values in this tuple assignment differ"
+CALL_KEYWORDS = "keyword arguments are not supported in calls here; pass them positionally"
+CALL_STARRED = "`*args` in a call is not supported; pass each argument explicitly"
+COMPLEX_CALLEE = "only calls to named functions (`f(x)`, `math.f(x)`) are supported"
+LOCAL_CALLEE = "calling a local variable is not supported; call a module-level function"
+ATTRIBUTE_ACCESS = (
+    "attribute access is supported only on modules (`math.pi`, `math.sin`); "
+    "pass the value as a parameter instead"
+)
+BOOLOP_VALUE = (
+    "`and`/`or` used as a value has no derivative; use them only in tests, "
+    "and choose a value with `a if cond else b`"
+)
+
+UNSUPPORTED_STATEMENTS: dict[type[ast.stmt], str] = {
+    ast.If: (
+        "`if` statements are not supported yet (straight-line code only); "
+        "for a value, write `a if cond else b`"
+    ),
+    ast.For: "`for` loops are not supported yet (straight-line code only); unroll the loop",
+    ast.While: "`while` loops are not supported yet (straight-line code only)",
+    ast.AsyncFor: "`async for` cannot be differentiated",
+    ast.Try: "`try` is not supported: a derivative cannot pass through exception handling",
+    ast.With: "`with` blocks are not supported; move the context manager outside the function",
+    ast.AsyncWith: "`async with` cannot be differentiated",
+    ast.Global: "`global` is not supported: pass the value in as a parameter",
+    ast.Nonlocal: "`nonlocal` is not supported: pass the value in as a parameter",
+    ast.FunctionDef: "nested `def` is not supported yet; define the helper at module level",
+    ast.AsyncFunctionDef: "nested `async def` is not supported",
+    ast.ClassDef: "class definitions inside the function are not supported",
+    ast.Delete: "`del` is not supported; simply stop using the name",
+    ast.Raise: "`raise` is not supported; check inputs before calling the gradient",
+    ast.Assert: "`assert` is not supported; check inputs before calling the gradient",
+    ast.Import: "imports inside the function are not supported; import at module level",
+    ast.ImportFrom: "imports inside the function are not supported; import at module level",
+    ast.Break: "`break` outside a loop",
+    ast.Continue: "`continue` outside a loop",
+    ast.Match: "`match` is not supported; write `a if cond else b`",
+}
+UNSUPPORTED_EXPRESSIONS: dict[type[ast.expr], str] = {
+    ast.Lambda: "`lambda` inside the function is not supported yet; define a module-level def",
+    ast.ListComp: "list comprehensions are not supported yet (straight-line code only)",
+    ast.SetComp: "set comprehensions are not supported",
+    ast.DictComp: "dict comprehensions are not supported",
+    ast.GeneratorExp: "generator expressions are not supported yet (straight-line code only)",
+    ast.Yield: "`yield` makes a generator, which cannot be differentiated",
+    ast.YieldFrom: "`yield from` makes a generator, which cannot be differentiated",
+    ast.Await: "`await` cannot be differentiated",
+    ast.NamedExpr: "the walrus operator `:=` is not supported; assign on a separate line",
+    ast.Subscript: "indexing (`x[i]`) is not supported in scalar code; pass the items as parameters",
+    ast.List: "lists are not supported as values in scalar code",
+    ast.Tuple: "tuples are supported only in `a, b = e1, e2` assignments",
+    ast.Set: "sets are not supported as values",
+    ast.Dict: "dicts are not supported as values",
+    ast.JoinedStr: "f-strings are not supported: strings have no derivative",
+    ast.Starred: "`*` unpacking is not supported here",
+    ast.Slice: "slices are not supported in scalar code",
+}
+UNSUPPORTED_TARGETS: dict[type[ast.expr], str] = {
+    ast.Subscript: "assigning to an item (`x[i] = ...`) is not supported; use a new name",
+    ast.Attribute: "assigning to an attribute (`obj.a = ...`) is not supported; use a new name",
+    ast.Starred: "starred assignment (`a, *rest = ...`) is not supported",
+    ast.Tuple: "nested tuple assignment is not supported; unpack one level at a time",
+    ast.List: "nested list assignment is not supported; unpack one level at a time",
+}
+
+_OPERATOR_SYMBOLS = {
+    ast.MatMult: "@",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+}
+
+
+def operator_symbol(op: ast.operator) -> str:
+    """The source symbol of a binary operator node."""
+    return _OPERATOR_SYMBOLS.get(type(op), type(op).__name__)
+
+
+def unsupported_operator(symbol: str) -> str:
+    """An operator with no derivative on scalars."""
+    return (
+        f"the operator `{symbol}` is not supported on scalars; "
+        "use + - * / ** // % and unary -"
+    )
+
+
+def non_numeric_constant(value: object) -> str:
+    """A literal that is not a number."""
+    return f"the constant {value!r} is not a number; only int and float literals are supported"
+
+
+def unbound_local(name: str) -> str:
+    """A local variable read before it is assigned."""
+    return f"local variable `{name}` is used before it is assigned"
+
+
+def undefined_name(name: str) -> str:
+    """A name that is neither local nor visible from the function."""
+    return f"name `{name}` is not defined (not a parameter, a local, a global or a builtin)"
+
+
+def global_not_number(name: str, value: object) -> str:
+    """A global used as a value that is not a number."""
+    return (
+        f"`{name}` is a {type(value).__name__}; a module-level or closure name used as a value "
+        "must be a number (a constant) -- pass anything else as a parameter"
+    )
+
+
+def missing_attribute(module: object, attr: str) -> str:
+    """A module attribute that does not exist."""
+    return f"module `{getattr(module, '__name__', module)}` has no attribute `{attr}`"
+
+
+def unknown_module(name: str) -> str:
+    """A module adcompile does not know how to name in generated code."""
+    return f"module `{name}` is not supported; adcompile knows `math` (and the builtins)"
+
+
+def wrong_arity(name: str, given: int, arities: list[int]) -> str:
+    """A known function called with an argument count that has no rule."""
+    counts = " or ".join(str(a) for a in arities)
+    return f"`{name}` is differentiable here with {counts} argument(s), not {given}"
+
+
+def no_rule(name: str, value: object) -> str:
+    """A call to something that has neither a rule nor supported source."""
+    kind = "a Python function" if callable(value) else f"a {type(value).__name__}"
+    return (
+        f"no derivative rule for `{name}` ({kind}); calls to user functions are not "
+        "supported yet -- inline the computation, or register a rule for it"
+    )
+
+
+def no_rule_on_path(name: str) -> str:
+    """A known non-differentiable function whose result the derivative depends on."""
+    return (
+        f"`{name}` has no derivative, but the result depends on it through a "
+        "differentiated input; use it only in conditions, or on values that are not "
+        "differentiated"
+    )

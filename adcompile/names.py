@@ -1,0 +1,97 @@
+"""Fresh names for generated code that cannot collide with any name in the user's function.
+
+Every identifier the user's function mentions is reserved up front. Generated names are
+allocated from one table, so a temporary, a renamed variable, an adjoint and the module alias
+for ``math`` can never coincide with each other or with the user's names.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import keyword
+from collections.abc import Iterable
+
+# Prefixes tried, in order, for adjoint names; the first that starts no user name wins.
+ADJOINT_PREFIXES = ("b_", "bar_", "adj_", "d_", "grad_")
+
+
+def identifiers(tree: ast.AST) -> set[str]:
+    """Every identifier a syntax tree mentions (variables, parameters, attributes, defs)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.arg):
+            found.add(node.arg)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found.add(node.name)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, ast.alias):
+            found.add((node.asname or node.name).split(".")[0])
+    return found
+
+
+class NameTable:
+    """Allocates fresh identifiers; remembers every name in use."""
+
+    def __init__(self, reserved: Iterable[str] = ()) -> None:
+        self.taken: set[str] = set(reserved) | set(keyword.kwlist) | {"None", "True", "False"}
+        self._counters: dict[str, int] = {}
+
+    def reserve(self, name: str) -> None:
+        """Mark ``name`` as used."""
+        self.taken.add(name)
+
+    def fresh(self, base: str) -> str:
+        """Return ``base`` if free, else ``base_1``, ``base_2``, ...; the result is reserved."""
+        name = base if base.isidentifier() else "v"
+        if name in self.taken:
+            k = self._counters.get(name, 0)
+            while True:
+                k += 1
+                candidate = f"{name}_{k}"
+                if candidate not in self.taken:
+                    break
+            self._counters[name] = k
+            name = candidate
+        self.taken.add(name)
+        return name
+
+    def numbered(self, stem: str) -> str:
+        """Return ``stem1``, ``stem2``, ... (the first free one); the result is reserved."""
+        k = self._counters.get(stem + "#", 0)
+        while True:
+            k += 1
+            candidate = f"{stem}{k}"
+            if candidate not in self.taken:
+                break
+        self._counters[stem + "#"] = k
+        self.taken.add(candidate)
+        return candidate
+
+    def prefix_free(self, candidates: Iterable[str]) -> str:
+        """The first prefix with which no name in use starts."""
+        for prefix in candidates:
+            if not any(name.startswith(prefix) for name in self.taken):
+                return prefix
+        k = 1
+        while any(name.startswith(f"adj{k}_") for name in self.taken):
+            k += 1
+        return f"adj{k}_"
+
+
+def function_identifiers(node: ast.FunctionDef | ast.Lambda) -> set[str]:
+    """Identifiers used inside a function: parameters, defaults and body (not its own name)."""
+    found = identifiers(node.args)
+    body = node.body if isinstance(node.body, list) else [node.body]
+    for stmt in body:
+        found |= identifiers(stmt)
+    return found
+
+
+def user_name_table(node: ast.FunctionDef | ast.Lambda, extra: Iterable[str] = ()) -> NameTable:
+    """A name table with every identifier of the function and the builtins reserved."""
+    reserved = function_identifiers(node) | set(extra) | set(dir(builtins))
+    return NameTable(reserved)

@@ -1,0 +1,149 @@
+"""Render generated statements as a standalone module (via astor) and load it.
+
+The module text is the whole truth: it imports only ``math``, defines the constants the
+function reads, and holds the generated function with a comment before each block naming the
+primal line it comes from. Loading it executes exactly that text, so ``.source`` and
+``adcompile dump`` show what runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import linecache
+import re
+import warnings
+from dataclasses import dataclass
+
+from .errors import UnsupportedSyntaxError
+from .ir import CoreFunction
+from .reverse import FORWARD
+from .source import FunctionSource
+
+with warnings.catch_warnings():
+    # astor 0.8.1 touches ast.Num & co., deprecated since Python 3.12: silence exactly those.
+    warnings.filterwarnings("ignore", category=DeprecationWarning, module="astor")
+    import astor
+
+_MARKER = "__adcompile_comment_{}__"
+_MARKER_LINE = re.compile(r"^(\s*)__adcompile_comment_(\d+)__$", re.MULTILINE)
+_COUNTER = itertools.count()
+
+
+@dataclass
+class GeneratedFunction:
+    """What the renderer needs to know about one generated function."""
+
+    name: str
+    core: CoreFunction
+    source: FunctionSource
+    statements: list[ast.stmt]
+    returns: ast.expr
+    purpose: str
+
+
+class _Comments:
+    """Collects comment texts and hands out marker statements for them."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def marker(self, text: str) -> ast.stmt:
+        self.texts.append(text.replace("\n", " "))
+        name = _MARKER.format(len(self.texts) - 1)
+        return ast.Expr(value=ast.Name(id=name, ctx=ast.Load()))
+
+    def substitute(self, text: str) -> str:
+        return _MARKER_LINE.sub(lambda m: f"{m.group(1)}# {self.texts[int(m.group(2))]}", text)
+
+
+def _block_comment(stmt: ast.stmt, fs: FunctionSource) -> str:
+    line = stmt.adcompile_line
+    what = "line" if stmt.adcompile_sweep == FORWARD else "adjoint of line"
+    return f"{what} {line}: {fs.source_line(line)}"
+
+
+def _with_comments(
+    statements: list[ast.stmt], fs: FunctionSource, comments: _Comments, previous: object = None
+) -> list[ast.stmt]:
+    out: list[ast.stmt] = []
+    for stmt in statements:
+        key = (getattr(stmt, "adcompile_sweep", None), getattr(stmt, "adcompile_line", None))
+        if key[1] is not None and key != previous:
+            out.append(comments.marker(_block_comment(stmt, fs)))
+        previous = key
+        if isinstance(stmt, ast.If):
+            stmt.body = _with_comments(stmt.body, fs, comments, key)
+            stmt.orelse = _with_comments(stmt.orelse, fs, comments, key)
+        out.append(stmt)
+    return out
+
+
+def _default_literal(value: object, fs: FunctionSource) -> ast.expr:
+    try:
+        literal = ast.parse(repr(value), mode="eval").body
+        if ast.literal_eval(literal) == value:
+            return literal
+    except (SyntaxError, ValueError):
+        pass
+    raise UnsupportedSyntaxError(
+        f"the default value {value!r} cannot be written into generated code; "
+        "use a number, string, None or a tuple of those",
+        fs.locate(fs.node),
+    )
+
+
+def _arguments(fs: FunctionSource) -> ast.arguments:
+    params = [ast.arg(arg=name) for name in fs.param_names()]
+    defaults = [_default_literal(v, fs) for v in fs.defaults]
+    return ast.arguments(
+        posonlyargs=[], args=params, kwonlyargs=[], kw_defaults=[], defaults=defaults
+    )
+
+
+def _constant_literal(value: object) -> ast.expr:
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return ast.parse(f"float({str(value)!r})", mode="eval").body
+    return ast.parse(repr(value), mode="eval").body
+
+
+def _function_def(gen: GeneratedFunction, comments: _Comments) -> ast.FunctionDef:
+    doc = ast.Expr(value=ast.Constant(value=gen.purpose))
+    body = [doc, *_with_comments(gen.statements, gen.source, comments)]
+    body.append(ast.Return(value=gen.returns))
+    return ast.FunctionDef(
+        name=gen.name, args=_arguments(gen.source), body=body, decorator_list=[], returns=None
+    )
+
+
+def _uses(tree: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(tree))
+
+
+def render_module(functions: list[GeneratedFunction], header: str) -> str:
+    """The source text of a module holding the generated functions."""
+    comments = _Comments()
+    defs = [_function_def(gen, comments) for gen in functions]
+    prelude: list[ast.stmt] = []
+    core = functions[0].core
+    if any(_uses(d, core.math_alias) for d in defs):
+        alias = None if core.math_alias == "math" else core.math_alias
+        prelude.append(ast.Import(names=[ast.alias(name="math", asname=alias)]))
+    constants: dict[str, object] = {}
+    for gen in functions:
+        constants.update(gen.core.constants)
+    for name, value in sorted(constants.items()):
+        target = ast.Name(id=name, ctx=ast.Store())
+        prelude.append(ast.Assign(targets=[target], value=_constant_literal(value), lineno=0))
+    module = ast.Module(body=[*prelude, *defs], type_ignores=[])
+    text = comments.substitute(astor.to_source(module))
+    return f"{header}\n{text}"
+
+
+def load_module(text: str, label: str) -> dict[str, object]:
+    """Execute generated module text; tracebacks and debuggers can show its lines."""
+    filename = f"<adcompile {label} #{next(_COUNTER)}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    namespace: dict[str, object] = {"__name__": "adcompile_generated"}
+    exec(compile(text, filename, "exec"), namespace)
+    return namespace
