@@ -76,7 +76,7 @@ def generate_source(
     core = lower_function(fs)
     choice = resolve_wrt(core.params, wrt, fs.name)
     body = build_gradient(core, list(choice.names), with_value=with_value, bare=choice.bare)
-    statements = optimize(body.statements, body.returns)
+    statements = optimize(body.statements, body.returns, core.temporaries, body.temporary_adjoints)
     kind = "value_and_grad" if with_value else "grad"
     stem = fs.name if fs.name.isidentifier() else "lambda"
     name = core.names.fresh(f"{stem}_{kind}")

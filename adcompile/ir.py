@@ -110,6 +110,7 @@ class CoreFunction:
     math_alias: str = "math"
     uses_math: bool = False
     names: NameTable | None = None
+    temporaries: set[str] = field(default_factory=set)
 
 
 ARG_PLACEHOLDER = "ARG{}"

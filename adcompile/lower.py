@@ -86,6 +86,7 @@ class Lowerer:
         self.block: list[Stmt] = []
         self.locals: set[str] = set()
         self.first_bound: set[str] = set()
+        self.temporaries: set[str] = set()
 
     # ----- entry point -------------------------------------------------------------------
     def lower(self) -> CoreFunction:
@@ -108,6 +109,7 @@ class Lowerer:
             math_alias=self.math_alias,
             uses_math=self.uses_math,
             names=self.names,
+            temporaries=self.temporaries,
         )
 
     def _error(self, cls: type[AdcompileError], node: ast.AST, message: str) -> AdcompileError:
@@ -248,6 +250,7 @@ class Lowerer:
         if isinstance(node, ast.Attribute):
             return self._attribute_atom(node)
         temp = self.names.numbered("t")
+        self.temporaries.add(temp)
         self._lower_into(node, temp)
         return Var(temp)
 

@@ -153,7 +153,108 @@ def _dead_code_in_if(stmt: ast.If, live: set[str]) -> ast.If | None:
     return stmt
 
 
-def optimize(statements: list[ast.stmt], returns: ast.expr) -> list[ast.stmt]:
-    """Run the passes in order: simplify the adjoints, then remove dead code."""
+def optimize(
+    statements: list[ast.stmt],
+    returns: ast.expr,
+    temporaries: set[str] = frozenset(),
+    temporary_adjoints: set[str] = frozenset(),
+) -> list[ast.stmt]:
+    """Run the passes in order: simplify, remove dead code, inline and propagate copies."""
     simplify_adjoints(statements)
-    return eliminate_dead_code(statements, _reads(returns))
+    statements = eliminate_dead_code(statements, _reads(returns))
+    statements = inline_temporaries(statements, returns, temporaries)
+    return propagate_copies(statements, temporary_adjoints)
+
+
+def _rename(node: ast.AST, renames: dict[str, str]) -> None:
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name) and child.id in renames:
+            child.id = renames[child.id]
+
+
+def propagate_copies(statements: list[ast.stmt], replaceable: set[str]) -> list[ast.stmt]:
+    """Remove ``b_t = b_s`` for temporaries' adjoints, reading ``b_s`` wherever ``b_t`` was.
+
+    Safe because a temporary is used once (its adjoint is assigned once) and the adjoint it
+    copies is final by then: all uses of a value come after its definition, so the reverse
+    sweep has added every contribution before it reaches the definition.
+    """
+    renames: dict[str, str] = {}
+
+    def walk(block: list[ast.stmt]) -> list[ast.stmt]:
+        kept = []
+        for stmt in block:
+            _rename(stmt, renames) if not isinstance(stmt, ast.If) else _rename(stmt.test, renames)
+            if isinstance(stmt, ast.If):
+                stmt.body, stmt.orelse = walk(stmt.body), walk(stmt.orelse)
+            elif _is_copy(stmt) and stmt.targets[0].id in replaceable:
+                renames[stmt.targets[0].id] = stmt.value.id
+                continue
+            kept.append(stmt)
+        return kept
+
+    return walk(statements)
+
+
+def _is_copy(stmt: ast.stmt) -> bool:
+    return (
+        isinstance(stmt, ast.Assign)
+        and isinstance(stmt.targets[0], ast.Name)
+        and isinstance(stmt.value, ast.Name)
+        and getattr(stmt, "adcompile_sweep", None) == ADJOINT
+    )
+
+
+def _read_counts(statements: list[ast.stmt], returns: ast.expr) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for node in [*statements, returns]:
+        for child in ast.walk(node):
+            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
+                counts[child.id] = counts.get(child.id, 0) + 1
+    return counts
+
+
+class _Inline(ast.NodeTransformer):
+    def __init__(self, pending: dict[str, ast.stmt]) -> None:
+        self.pending = pending
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        definition = self.pending.pop(node.id, None)
+        return definition.value if definition is not None else node
+
+
+def inline_temporaries(
+    statements: list[ast.stmt], returns: ast.expr, temporaries: set[str]
+) -> list[ast.stmt]:
+    """Fold a forward temporary read exactly once back into the statement that reads it.
+
+    Only within one source line's statements, so ``a = sin(x * y) + K`` reads as one line
+    again whenever the adjoints do not need the intermediate values.
+    """
+    counts = _read_counts(statements, returns)
+    inlinable = {t for t in temporaries if counts.get(t) == 1}
+
+    def walk(block: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        pending: dict[str, ast.stmt] = {}
+        line = None
+        for stmt in block:
+            is_forward_assign = (
+                isinstance(stmt, ast.Assign) and getattr(stmt, "adcompile_sweep", None) != ADJOINT
+            )
+            if not is_forward_assign or stmt.adcompile_line != line:
+                out.extend(pending.values())
+                pending.clear()
+            if isinstance(stmt, ast.If):
+                stmt.body, stmt.orelse = walk(stmt.body), walk(stmt.orelse)
+            if is_forward_assign:
+                line = stmt.adcompile_line
+                stmt.value = _Inline(pending).visit(stmt.value)
+                if stmt.targets[0].id in inlinable:
+                    pending[stmt.targets[0].id] = stmt
+                    continue
+            out.append(stmt)
+        out.extend(pending.values())
+        return out
+
+    return walk(statements)

@@ -276,6 +276,7 @@ class GradientBody:
 
     statements: list[ast.stmt]
     returns: ast.expr
+    temporary_adjoints: set[str]
 
 
 def build_gradient(
@@ -299,7 +300,8 @@ def build_gradient(
     grads = partials[0] if bare else ast.Tuple(elts=partials, ctx=ast.Load())
     if with_value:
         grads = ast.Tuple(elts=[_name(fn.output), grads], ctx=ast.Load())
-    return GradientBody(statements, grads)
+    temp_adjoints = {sweep.adjoints[t] for t in fn.temporaries if t in sweep.adjoints}
+    return GradientBody(statements, grads, temp_adjoints)
 
 
 def _return_line(fn: CoreFunction) -> int:

@@ -450,7 +450,9 @@ class _Executor:
                     f"the SymPy reference cannot call or look into local variable {node.id!r}",
                 )
             if node.id not in self.fs.namespace:
-                raise self.fs.error(UnsupportedSyntaxError, node, f"name {node.id!r} is not defined")
+                raise self.fs.error(
+                    UnsupportedSyntaxError, node, f"name {node.id!r} is not defined"
+                )
             return self.fs.namespace[node.id]
         if isinstance(node, ast.Attribute):
             owner = self._python_object(node.value, env)

@@ -50,6 +50,7 @@ _BINARY_WEIGHTS = {"add": 3, "sub": 2, "mul": 4, "divsq": 1}
 _SCALES = (0.5, -0.75, 1.5, 0.25, -2.0)
 _SHIFTS = (0.5, -1.25, 1.0, 0.3)
 _FORWARD_NAME = re.compile(r"\b[vdx]\d+\b")
+_ATOM = re.compile(r"^(?:[A-Za-z_]\w*|\d+\.\d*)$")
 
 
 # --------------------------------------------------------------------------- modules
@@ -363,9 +364,9 @@ class _Builder:
             self.fold()
         elif roll < 0.14:
             self.squash()
-        elif roll < 0.17:
+        elif roll < 0.17 and len(self.pool) >= 3:
             self.select()
-        elif roll < 0.57:
+        elif roll < 0.57 and len(self.pool) >= 2:
             self.binary()
         else:
             self.unary()
@@ -511,7 +512,11 @@ def _forward_lines(op: Op, names: Sequence[str]) -> list[tuple[str, str]]:
 
 
 class _ReverseSweep:
-    """Emits adjoint statements, assigning on the first contribution and accumulating after."""
+    """Emits adjoint statements: assign the first contribution, accumulate later ones in place.
+
+    A contribution that is a bare name or literal (``g_a = g_t`` for ``t = a + b``) is not
+    copied: the adjoint of ``a`` just refers to it until something is added.
+    """
 
     def __init__(self, forward_names: dict[int, str]) -> None:
         self.fwd = forward_names
@@ -519,21 +524,29 @@ class _ReverseSweep:
         self.lines: list[str] = []
 
     def add(self, target: int, sign: str, expr: str) -> None:
-        """Add ``sign expr`` to the adjoint of ``target``."""
+        """Add ``sign expr`` to the adjoint of ``target`` (a bare name or literal is aliased)."""
         name = f"g{self.fwd[target]}"
-        if target in self.adjoint:
-            self.lines.append(f"{name} {sign}= {expr}")
-        else:
+        current = self.adjoint.get(target)
+        if current is None and sign == "+" and _ATOM.match(expr):
+            self.adjoint[target] = expr
+            return
+        if current is None:
             self.lines.append(f"{name} = {expr}" if sign == "+" else f"{name} = -{expr}")
-            self.adjoint[target] = name
+        elif current != name:
+            self.lines.append(f"{name} = {current} {sign} {expr}")
+        else:
+            self.lines.append(f"{name} {sign}= {expr}")
+        self.adjoint[target] = name
 
     def select(self, op: Op, g: str) -> None:
         """Route the adjoint of ``a if c > 0.0 else b`` to the taken branch."""
         a, b, c = op.args
         for target in (a, b):
-            if target not in self.adjoint:
-                self.adjoint[target] = f"g{self.fwd[target]}"
-                self.lines.append(f"{self.adjoint[target]} = 0.0")
+            name = f"g{self.fwd[target]}"
+            current = self.adjoint.get(target)
+            if current != name:
+                self.lines.append(f"{name} = {current or '0.0'}")
+                self.adjoint[target] = name
         self.lines += [
             f"if {self.fwd[c]} > 0.0:",
             f"    {self.adjoint[a]} += {g}",

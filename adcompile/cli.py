@@ -1,0 +1,156 @@
+"""The ``adcompile`` command: ``dump`` shows generated code, ``check`` verifies it with SymPy.
+
+``PATH.py:FUNC`` is read without running the file; ``package.module:FUNC`` imports the module.
+Errors are one located message on stderr and exit status 1; bad usage exits 2. No traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .api import generate_source
+from .errors import AdcompileError, format_message
+from .render import load_module
+from .source import FunctionSource, load_from_file, load_function
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported in one line, exit status 2."""
+
+
+def parse_target(target: str) -> tuple[str, str]:
+    """Split ``PATH.py:FUNC`` or ``package.module:FUNC`` into its two parts."""
+    where, sep, func = target.rpartition(":")
+    if not sep or not where or not func.isidentifier():
+        raise UsageError(f"expected PATH.py:FUNC or package.module:FUNC, got {target!r}")
+    return where, func
+
+
+def load_target(target: str) -> FunctionSource:
+    """Load the function a target names: statically from a file, or by importing a module."""
+    where, func = parse_target(target)
+    if where.endswith(".py") or Path(where).exists():
+        return load_from_file(where, func)
+    try:
+        module = importlib.import_module(where)
+    except ImportError as exc:
+        raise LookupError(f"cannot import module {where!r}: {exc}") from None
+    fn = getattr(module, func, None)
+    if fn is None:
+        raise LookupError(f"module {where!r} has no attribute {func!r}")
+    return load_function(getattr(fn, "__wrapped__", fn))
+
+
+def parse_wrt(text: str | None) -> tuple[str, ...] | None:
+    """``x,z`` -> ("x", "z"); None stays None."""
+    if text is None:
+        return None
+    names = tuple(part.strip() for part in text.split(","))
+    if not all(names):
+        raise UsageError(f"--wrt expects comma-separated parameter names, got {text!r}")
+    return names
+
+
+def parse_point(text: str, params: list[str]) -> dict[str, float]:
+    """``x=4,y=-3`` -> {"x": 4.0, "y": -3.0}, checking names and numbers."""
+    point: dict[str, float] = {}
+    for part in text.split(","):
+        name, sep, value = part.partition("=")
+        name = name.strip()
+        if not sep:
+            raise UsageError(f"--at expects name=value pairs separated by commas, got {part!r}")
+        if name not in params:
+            raise UsageError(f"--at names {name!r}, which is not a parameter ({', '.join(params)})")
+        try:
+            point[name] = float(value)
+        except ValueError:
+            raise UsageError(f"--at {name}={value!r}: not a number") from None
+    missing = [p for p in params if p not in point]
+    if missing:
+        raise UsageError(f"--at is missing a value for {', '.join(missing)}")
+    return point
+
+
+def _wrt_argument(wrt: tuple[str, ...] | None) -> Any:
+    return wrt[0] if wrt is not None and len(wrt) == 1 else wrt
+
+
+def highlight(text: str, stream: Any) -> str:
+    """Syntax-highlight Python text when ``stream`` is a terminal and pygments is present."""
+    if not getattr(stream, "isatty", lambda: False)():
+        return text
+    try:
+        from pygments import highlight as pyg_highlight
+        from pygments.formatters import TerminalFormatter
+        from pygments.lexers import PythonLexer
+    except ImportError:
+        return text
+    return pyg_highlight(text, PythonLexer(), TerminalFormatter())
+
+
+def command_dump(args: argparse.Namespace) -> int:
+    """Print the generated gradient module."""
+    fs = load_target(args.target)
+    text, _ = generate_source(fs, _wrt_argument(parse_wrt(args.wrt)))
+    sys.stdout.write(highlight(text, sys.stdout))
+    return 0
+
+
+def command_check(args: argparse.Namespace) -> int:
+    """Compare the generated gradient with SymPy's partials; exit 1 on a mismatch."""
+    from .testing import compare_source_with_sympy  # imports SymPy: only for `check`
+
+    fs = load_target(args.target)
+    wrt = _wrt_argument(parse_wrt(args.wrt))
+    text, name = generate_source(fs, wrt)
+    gradient = load_module(text, f"{name} (check)")[name]
+    points = [parse_point(args.at, fs.param_names())] if args.at else None
+    report = compare_source_with_sympy(fs, gradient, points=points, wrt=wrt)
+    print(report.table())
+    print("OK: matches SymPy" if report.ok else "MISMATCH: see the rows marked above")
+    return 0 if report.ok else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for the ``adcompile`` command."""
+    parser = argparse.ArgumentParser(
+        prog="adcompile", description="Reverse-mode AD by source transformation."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    dump = commands.add_parser("dump", help="print the generated gradient code")
+    check = commands.add_parser("check", help="verify the gradient against SymPy")
+    for sub in (dump, check):
+        sub.add_argument("target", help="PATH.py:FUNC or package.module:FUNC")
+        sub.add_argument("--wrt", help="comma-separated parameter names (default: all)")
+    check.add_argument("--at", help="a point, e.g. x=4,y=-3,z=5 (default: random points)")
+    dump.set_defaults(run=command_dump)
+    check.set_defaults(run=command_check)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except AdcompileError as exc:
+        print(format_message(exc.message, exc.location, kind="error"), file=sys.stderr)
+        return 1
+    except UsageError as exc:
+        print(f"adcompile: error: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # a bad --wrt, reported by resolve_wrt
+        print(f"adcompile: error: {exc}", file=sys.stderr)
+        return 2
+    except (LookupError, FileNotFoundError) as exc:
+        print(f"adcompile: error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # noqa: BLE001 -- the CLI promises no traceback
+        print(f"adcompile: internal error: {type(exc).__name__}: {exc} (please report this)",
+              file=sys.stderr)
+        return 3

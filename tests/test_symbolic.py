@@ -1,0 +1,547 @@
+"""The SymPy reference: symbolic execution, partials, sampling, and the grad checker.
+
+Symbolic results are checked against independent references: running the primal in Python,
+derivatives written out by hand, and mpmath's numerical differentiation of hand-written
+mpmath versions of the functions.
+"""
+
+import inspect
+import math
+import operator
+import random
+import subprocess
+import sys
+from math import sin as imported_sin
+from pathlib import Path
+
+import math as m  # noqa: I001 -- the alias is what is under test
+import mpmath
+import pytest
+import sympy as sp
+
+import adcompile
+from adcompile.errors import UnsupportedSyntaxError
+from adcompile.source import load_from_file
+from adcompile.symbolic import (
+    SYMPY_COUNTERPARTS,
+    reference_gradient,
+    rule_domain,
+    sample_points,
+    sympy_counterpart,
+    symbolic_function,
+)
+from adcompile.testing import assert_grad_matches_sympy, compare_with_sympy
+
+ROOT = Path(__file__).resolve().parents[1]
+X, Y, Z = sp.symbols("x y z", real=True)
+SCALE = 2.5
+
+
+def random_points(names: str, count: int, seed: int, low: float = -2.0, high: float = 2.0):
+    rng = random.Random(seed)
+    return [{n: rng.uniform(low, high) for n in names} for _ in range(count)]
+
+
+def assert_values_match_python(fn, names: str, low: float = -2.0, high: float = 2.0) -> None:
+    """The symbolic expression, evaluated, must equal what Python computes."""
+    symbolic = symbolic_function(fn)
+    for point in random_points(names, 10, seed=1, low=low, high=high):
+        expected = fn(**point)
+        assert math.isclose(symbolic.value(point), expected, rel_tol=1e-12, abs_tol=1e-14), point
+
+
+# --- functions under test (module level, so their source can be found) ----------------------
+
+
+def swap_and_reassign(x, y):
+    """A docstring is skipped."""
+    a, b = x * y, x + y
+    a, b = b, a
+    pass
+    a = a * a
+    return a - b
+
+
+def augmented(x, y):
+    z = x
+    z += y
+    z -= 0.5
+    z *= y
+    z /= 3
+    z **= 2
+    w = x
+    w //= 0.7
+    v = y
+    v %= 1.3
+    return z + w + v
+
+
+def namespace_names(x):
+    return imported_sin(x) + m.cos(x) * SCALE + math.pi + operator.mul(x, 2)
+
+
+def conditional(x, y):
+    return x * y if x < y else (x - y if 0 < x <= 1 and not y > 1 else 3.0)
+
+
+def early_return(x, y):
+    if x > 0:
+        if y > x:
+            return y * y
+        t = x + 1
+    else:
+        t = -x
+    return t * y
+
+
+def many_functions(x, y):
+    return (
+        math.sin(x) * math.cos(y)
+        + math.tan(x / 3)
+        + math.atan(x)
+        + math.atan2(y, x)
+        + math.sinh(x) * math.cosh(y)
+        + math.tanh(x)
+        + math.asinh(y)
+        + math.exp(x)
+        + math.expm1(y)
+        + math.erf(x)
+        + math.erfc(y)
+        + math.hypot(x, y)
+        + math.fabs(y)
+        + abs(x)
+        + min(x, y)
+        + max(x, y, 0.5)
+        + pow(x * x + 1, y)
+        + math.pow(y * y + 1, 0.5)
+        + float(x)
+    )
+
+
+def positive_functions(x, y):
+    return (
+        math.log(x)
+        + math.log(y, 3)
+        + math.log1p(x)
+        + math.log2(y)
+        + math.log10(x)
+        + math.sqrt(x * y)
+        + math.asin(x / 4)
+        + math.acos(y / 4)
+        + math.atanh(x / 4)
+        + math.acosh(y + 1)
+    )
+
+
+def square_plus(u, v=3.0):
+    return u * u + v
+
+
+def calls_helper(x):
+    return square_plus(x) * square_plus(x, x)
+
+
+def make_closure():
+    offset = 1.5
+
+    def shifted(x):
+        return (x + offset) ** 2
+
+    return shifted
+
+
+def no_real_points(x):
+    return math.sqrt(-1.0 - x * x)
+
+
+def product_sin(x, y):
+    return x * y + math.sin(x)
+
+
+def with_loop(x):
+    total = 0.0
+    for _ in range(3):
+        total += x
+    return total
+
+
+def with_subscript(x):
+    return [x, x][0]
+
+
+def with_unknown_call(x):
+    return math.gamma(x)
+
+
+def with_keywords(x):
+    return math.log(x, base=2)
+
+
+def used_before_set(x):
+    y = y + x  # noqa: F821 -- deliberately broken
+    return y
+
+
+def line_of(fn, text: str) -> int:
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+# --- symbolic execution ------------------------------------------------------------------------
+
+
+def test_tuple_unpacking_reassignment_docstring_and_pass() -> None:
+    symbolic = symbolic_function(swap_and_reassign)
+    assert symbolic.params == ["x", "y"]
+    assert symbolic.symbols == [X, Y]
+    assert sp.expand(symbolic.expr - ((X + Y) ** 2 - X * Y)) == 0
+    assert sp.expand(symbolic.partial("x") - (2 * (X + Y) - Y)) == 0
+
+
+def test_augmented_assignment_all_operators() -> None:
+    assert_values_match_python(augmented, "xy")
+    # Away from the jumps of // and %, they contribute 0 and 1 to the x and y partials.
+    symbolic = symbolic_function(augmented)
+    point = {"x": 0.3, "y": 0.45}
+    z = (0.3 + 0.45 - 0.5) * 0.45 / 3
+    expected_x = 2 * z * 0.45 / 3
+    expected_y = 2 * z * ((0.3 + 2 * 0.45 - 0.5) / 3) + 1
+    got = reference_gradient(symbolic, point, ["x", "y"])
+    assert got["x"] == pytest.approx(expected_x, rel=1e-14)
+    assert got["y"] == pytest.approx(expected_y, rel=1e-14)
+
+
+def test_names_resolve_through_the_namespace_by_identity() -> None:
+    symbolic = symbolic_function(namespace_names)
+    expected = sp.sin(X) + sp.cos(X) * sp.Float(SCALE, 30) + sp.pi + 2 * X
+    assert sp.simplify(symbolic.expr - expected) == 0
+    assert symbolic.expr.has(sp.pi)  # math.pi is pi itself, not a float approximation
+
+
+def test_closure_variables_are_visible() -> None:
+    shifted = make_closure()
+    assert sp.expand(symbolic_function(shifted).expr - (X + sp.Float(1.5)) ** 2) == 0
+
+
+def test_conditional_expression_becomes_piecewise() -> None:
+    symbolic = symbolic_function(conditional)
+    assert symbolic.expr.has(sp.Piecewise)
+    assert_values_match_python(conditional, "xy")
+    grad = reference_gradient(conditional, {"x": -1.0, "y": 0.5}, ["x", "y"])
+    assert grad == {"x": 0.5, "y": -1.0}  # x * y branch
+    grad = reference_gradient(conditional, {"x": 0.5, "y": 0.25}, ["x", "y"])
+    assert grad == {"x": 1.0, "y": -1.0}  # x - y branch
+    grad = reference_gradient(conditional, {"x": 1.5, "y": 0.25}, ["x", "y"])
+    assert grad == {"x": 0.0, "y": 0.0}  # constant branch
+
+
+def test_if_statements_with_early_returns() -> None:
+    assert_values_match_python(early_return, "xy")
+    assert reference_gradient(early_return, {"x": 0.5, "y": 1.0}, ["x", "y"]) == {
+        "x": 0.0,
+        "y": 2.0,
+    }
+    assert reference_gradient(early_return, {"x": 0.5, "y": 0.25}, ["x", "y"]) == {
+        "x": 0.25,
+        "y": 1.5,
+    }
+    assert reference_gradient(early_return, {"x": -0.5, "y": 0.25}, ["x", "y"]) == {
+        "x": -0.25,
+        "y": 0.5,
+    }
+
+
+def test_math_and_builtin_calls_match_python() -> None:
+    assert_values_match_python(many_functions, "xy")
+    assert_values_match_python(positive_functions, "xy", low=0.1, high=2.0)
+
+
+def test_user_helper_functions_are_inlined_with_defaults() -> None:
+    symbolic = symbolic_function(calls_helper)
+    expected = (X**2 + 3) * (X**2 + X)
+    assert sp.expand(symbolic.expr - expected) == 0
+
+
+def test_lambda() -> None:
+    def make():
+        return lambda a, b: a / b - b
+
+    symbolic = symbolic_function(make())
+    assert symbolic.params == ["a", "b"]
+    assert (
+        sp.simplify(symbolic.partial("b") - (-symbolic.symbols[0] / symbolic.symbols[1] ** 2 - 1))
+        == 0
+    )
+
+
+def test_static_source_from_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "model.py"
+    path.write_text("import math\nRATE = 0.5\n\ndef f(x):\n    return math.exp(RATE * x)\n")
+    source = load_from_file(str(path), "f")
+    symbolic = symbolic_function(source)
+    assert sp.simplify(symbolic.expr - sp.exp(sp.Float(0.5, 30) * X)) == 0
+    # No live function: sampling evaluates the symbolic expression instead.
+    points = sample_points(source, 3)
+    assert len(points) == 3
+    for point in points:
+        assert reference_gradient(source, point, ["x"])["x"] == pytest.approx(
+            0.5 * math.exp(0.5 * point["x"]), rel=1e-14
+        )
+
+
+@pytest.mark.parametrize(
+    ("fn", "text", "message"),
+    [
+        (with_loop, "for _ in", "for loops"),
+        (with_subscript, "[x, x][0]", "Subscript"),
+        (with_unknown_call, "math.gamma", "does not know"),
+        (with_keywords, "base=2", "positional arguments only"),
+        (used_before_set, "y = y + x", "used before it is set"),
+    ],
+    ids=["loop", "subscript", "unknown-call", "keywords", "unbound-local"],
+)
+def test_unsupported_constructs_raise_located_errors(fn, text: str, message: str) -> None:
+    with pytest.raises(UnsupportedSyntaxError, match=message) as caught:
+        symbolic_function(fn)
+    location = caught.value.location
+    assert location is not None
+    assert location.filename == __file__
+    assert location.line == line_of(fn, text)
+
+
+# --- counterparts and domains ------------------------------------------------------------------
+
+
+def test_counterpart_lookup() -> None:
+    assert sympy_counterpart(math.log, 2)(X, sp.Integer(3)) == sp.log(X) / sp.log(3)
+    assert sympy_counterpart(operator.mod, 2)(X, Y) == X - Y * sp.floor(X / Y)
+    assert sympy_counterpart(max, 3)(X, Y, Z) == sp.Max(X, Y, Z)
+    assert sympy_counterpart(math.gamma, 1) is None
+    assert sympy_counterpart(math.sin, 2) is None
+    assert sympy_counterpart([], 1) is None  # unhashable: certainly not a primal
+    assert SYMPY_COUNTERPARTS[(math.exp, 1)] is sp.exp
+
+
+def test_rule_domain() -> None:
+    assert rule_domain(math.log, 1) == [(0.1, 5.0)]
+    assert rule_domain(math.sin, 1) == [(-2.0, 2.0)]
+    assert rule_domain(math.gamma, 1) is None
+
+
+def test_floor_has_zero_derivative_away_from_jumps() -> None:
+    def modulo(x, y):
+        return x % y + x // y
+
+    symbolic = symbolic_function(modulo)
+    floor = sp.floor(X / Y)
+    assert sp.simplify(symbolic.partial("x") - 1) == 0
+    assert sp.simplify(symbolic.partial("y") + floor) == 0
+    assert reference_gradient(modulo, {"x": 7.5, "y": 2.0}, ["y"]) == {"y": -3.0}
+
+
+def test_abs_min_max_partials_away_from_kinks() -> None:
+    def kinks(x, y):
+        return abs(x) + min(x, y) + max(x, y)
+
+    assert reference_gradient(kinks, {"x": -0.5, "y": 1.0}, ["x", "y"]) == {"x": 0.0, "y": 1.0}
+    assert reference_gradient(kinks, {"x": 0.5, "y": -1.0}, ["x", "y"]) == {"x": 2.0, "y": 1.0}
+
+
+# --- reference values against independent references ------------------------------------------
+
+
+def test_reference_gradient_matches_hand_derivation() -> None:
+    for point in random_points("xy", 5, seed=2):
+        x, y = point["x"], point["y"]
+        got = reference_gradient(product_sin, point, ["x", "y"])
+        assert got["x"] == pytest.approx(y + math.cos(x), rel=1e-15, abs=1e-16)
+        assert got["y"] == x
+
+
+def mp_many(x, y):
+    """many_functions written with mpmath, for mpmath.diff."""
+    return (
+        mpmath.sin(x) * mpmath.cos(y)
+        + mpmath.tan(x / 3)
+        + mpmath.atan(x)
+        + mpmath.atan2(y, x)
+        + mpmath.sinh(x) * mpmath.cosh(y)
+        + mpmath.tanh(x)
+        + mpmath.asinh(y)
+        + mpmath.exp(x)
+        + mpmath.expm1(y)
+        + mpmath.erf(x)
+        + mpmath.erfc(y)
+        + mpmath.hypot(x, y)
+        + abs(y)
+        + abs(x)
+        + min(x, y)
+        + max(x, y, 0.5)
+        + (x * x + 1) ** y
+        + (y * y + 1) ** 0.5
+        + x
+    )
+
+
+def mp_positive(x, y):
+    """positive_functions written with mpmath."""
+    return (
+        mpmath.log(x)
+        + mpmath.log(y, 3)
+        + mpmath.log1p(x)
+        + mpmath.log(y, 2)
+        + mpmath.log10(x)
+        + mpmath.sqrt(x * y)
+        + mpmath.asin(x / 4)
+        + mpmath.acos(y / 4)
+        + mpmath.atanh(x / 4)
+        + mpmath.acosh(y + 1)
+    )
+
+
+@pytest.mark.parametrize(
+    ("fn", "mp_fn", "low", "high"),
+    [(many_functions, mp_many, -2.0, 2.0), (positive_functions, mp_positive, 0.1, 2.0)],
+    ids=["signed", "positive"],
+)
+def test_reference_gradient_matches_mpmath(fn, mp_fn, low: float, high: float) -> None:
+    symbolic = symbolic_function(fn)
+    with mpmath.workdps(40):
+        for point in random_points("xy", 4, seed=3, low=low, high=high):
+            got = symbolic.gradient(point, ["x", "y"])
+            x, y = mpmath.mpf(point["x"]), mpmath.mpf(point["y"])
+            expected_x = float(mpmath.diff(mp_fn, (x, y), (1, 0)))
+            expected_y = float(mpmath.diff(mp_fn, (x, y), (0, 1)))
+            assert got["x"] == pytest.approx(expected_x, rel=1e-13), point
+            assert got["y"] == pytest.approx(expected_y, rel=1e-13), point
+
+
+def test_reference_gradient_keeps_precision_through_cancellation() -> None:
+    def shifted_exp(x):
+        return math.expm1(x) / x
+
+    x = 1e-9
+    with mpmath.workdps(50):
+        expected = float(mpmath.diff(lambda t: mpmath.expm1(t) / t, mpmath.mpf(x)))
+    got = reference_gradient(shifted_exp, {"x": x}, ["x"])["x"]
+    assert got == pytest.approx(expected, rel=1e-12)
+
+
+# --- sampling -----------------------------------------------------------------------------------
+
+
+def test_sample_points_are_seeded_and_inside_the_domain() -> None:
+    def logs(x, y):
+        return math.log(x) * math.sqrt(y) + math.asin(y - 1)
+
+    points = sample_points(logs, 6, seed=4)
+    assert points == sample_points(logs, 6, seed=4)
+    assert points != sample_points(logs, 6, seed=5)
+    assert len(points) == 6
+    for point in points:
+        assert point["x"] > 0 and 0 <= point["y"] <= 2
+        assert math.isfinite(logs(**point))
+
+
+def test_sample_points_respects_wrt() -> None:
+    def sqrt_of_y(x, y):
+        return x * math.sqrt(y)  # the y partial is infinite at y == 0, never sampled
+
+    points = sample_points(sqrt_of_y, 5, wrt=["x"])
+    assert len(points) == 5
+    assert all(p["y"] >= 0 for p in points)
+
+
+def test_sample_points_gives_up_with_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="found only 0 of 2 points"):
+        sample_points(no_real_points, 2)
+
+
+# --- the grad checker, with a stand-in for the compiler ---------------------------------------
+
+
+def hand_gradient(fn, wrt=None):
+    """A stand-in for adcompile.grad for product_sin: the partials written by hand."""
+    assert fn is product_sin
+    partials = {"x": lambda x, y: y + math.cos(x), "y": lambda x, y: x}
+    names = ["x", "y"] if wrt is None else wrt
+    if isinstance(names, str | int):
+        name = ["x", "y"][names] if isinstance(names, int) else names
+        return lambda x, y: partials[name](x, y)
+    names = [["x", "y"][n] if isinstance(n, int) else n for n in names]
+    return lambda x, y: tuple(partials[n](x, y) for n in names)
+
+
+def wrong_gradient(fn, wrt=None):
+    return lambda x, y: (y + math.sin(x), x)
+
+
+@pytest.fixture
+def fake_grad(monkeypatch: pytest.MonkeyPatch):
+    def install(stand_in) -> None:
+        monkeypatch.setattr(adcompile, "grad", stand_in, raising=False)
+
+    return install
+
+
+@pytest.mark.parametrize(
+    ("wrt", "params"),
+    [(None, ["x", "y"]), (0, ["x"]), ("y", ["y"]), (("y", "x"), ["y", "x"]), ([1], ["y"])],
+    ids=repr,
+)
+def test_checker_accepts_a_correct_gradient(fake_grad, wrt, params: list[str]) -> None:
+    fake_grad(hand_gradient)
+    report = assert_grad_matches_sympy(product_sin, wrt=wrt)
+    assert report.ok
+    assert [row.param for row in report.rows] == params * 5
+    assert "MISMATCH" not in report.table()
+
+
+def test_checker_reports_a_wrong_gradient_in_a_table(fake_grad) -> None:
+    fake_grad(wrong_gradient)
+    points = [{"x": 0.25, "y": 1.0}, (-1.0, 2.0)]
+    report = compare_with_sympy(product_sin, points=points)
+    assert not report.ok
+    assert [(row.param, row.ok) for row in report.rows] == [
+        ("x", False),
+        ("y", True),
+        ("x", False),
+        ("y", True),
+    ]
+    with pytest.raises(AssertionError) as caught:
+        assert_grad_matches_sympy(product_sin, points=points)
+    lines = str(caught.value).splitlines()
+    assert "2 of 4 partials differ" in lines[0]
+    header = [cell.strip() for cell in lines[1].split("|")]
+    assert header[:5] == ["parameter", "point", "expected", "got", "rel.err"]
+    # Aligned: every separator sits at the same column on every line of the table.
+    columns = {tuple(i for i, c in enumerate(line) if c in "|+") for line in lines[1:]}
+    assert len(columns) == 1
+    mismatches = [line for line in lines if "MISMATCH" in line]
+    assert [line.split("|")[1].strip() for line in mismatches] == [
+        "x=0.25, y=1.0",
+        "x=-1.0, y=2.0",
+    ]
+    assert f"| {1.0 + math.cos(0.25)!r}" in mismatches[0]
+    assert f"| {1.0 + math.sin(0.25)!r}" in mismatches[0]
+
+
+def test_checker_rejects_a_wrongly_shaped_result(fake_grad) -> None:
+    fake_grad(lambda fn, wrt=None: lambda x, y: 1.0)
+    with pytest.raises(AssertionError, match="expected a tuple of 2"):
+        compare_with_sympy(product_sin, points=[(0.5, 0.5)])
+
+
+def test_checker_with_the_real_compiler() -> None:
+    if not hasattr(adcompile, "grad"):
+        pytest.skip("adcompile.grad is not available yet")
+    assert_grad_matches_sympy(many_functions)
+    assert_grad_matches_sympy(early_return, wrt="y")
+
+
+# --- import hygiene -----------------------------------------------------------------------------
+
+
+def test_importing_adcompile_does_not_import_sympy() -> None:
+    code = "import adcompile, adcompile.symbolic, adcompile.testing, sys; assert 'sympy' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=60)
