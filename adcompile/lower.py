@@ -159,7 +159,10 @@ class Lowerer:
     def _stmt_Expr(self, stmt: ast.Expr) -> None:
         if _is_docstring(stmt):
             return
-        raise self._error(UnsupportedSyntaxError, stmt, messages.EXPRESSION_STATEMENT)
+        message = messages.UNSUPPORTED_EXPRESSIONS.get(
+            type(stmt.value), messages.EXPRESSION_STATEMENT
+        )
+        raise self._error(UnsupportedSyntaxError, stmt, message)
 
     def _stmt_Assign(self, stmt: ast.Assign) -> None:
         first, *others = stmt.targets
@@ -213,10 +216,10 @@ class Lowerer:
     def _unpack(self, target: ast.Tuple | ast.List, value: ast.expr) -> None:
         if not isinstance(value, ast.Tuple | ast.List):
             raise self._error(UnsupportedSyntaxError, value, messages.UNPACK_NON_LITERAL)
-        if len(target.elts) != len(value.elts):
-            raise self._error(UnsupportedSyntaxError, target, messages.UNPACK_LENGTH)
         for elt in target.elts:
             self._check_name_target(elt)
+        if len(target.elts) != len(value.elts):
+            raise self._error(UnsupportedSyntaxError, target, messages.UNPACK_LENGTH)
         # Evaluate every right-hand side before binding, as Python does (`a, b = b, a`).
         new_names = []
         for elt, expr in zip(target.elts, value.elts, strict=True):

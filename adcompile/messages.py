@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import types
 
 ASYNC_DEF = "async functions cannot be differentiated; write a plain `def`"
 NON_POSITIONAL_PARAMS = (
@@ -156,13 +157,24 @@ def wrong_arity(name: str, given: int, arities: list[int]) -> str:
     return f"`{name}` is differentiable here with {counts} argument(s), not {given}"
 
 
+SEQUENCE_BUILTINS = frozenset({"sum", "min", "max", "len", "sorted", "any", "all"})
+
+
 def no_rule(name: str, value: object) -> str:
     """A call to something that has neither a rule nor supported source."""
-    kind = "a Python function" if callable(value) else f"a {type(value).__name__}"
-    return (
-        f"no derivative rule for `{name}` ({kind}); calls to user functions are not "
-        "supported yet -- inline the computation, or register a rule for it"
-    )
+    if isinstance(value, types.BuiltinFunctionType):
+        hint = (
+            "sums over sequences need loops, which are not supported yet; write `a + b + c`"
+            if name in SEQUENCE_BUILTINS
+            else "use a supported math function"
+        )
+        return f"`{name}` is a builtin with no derivative rule here; {hint}"
+    if isinstance(value, types.FunctionType):
+        return (
+            f"no derivative rule for `{name}` (a Python function); calls to user functions "
+            "are not supported yet -- inline the computation"
+        )
+    return f"no derivative rule for `{name}` (a {type(value).__name__})"
 
 
 def no_rule_on_path(name: str) -> str:

@@ -31,6 +31,11 @@ if TYPE_CHECKING:
 # reference's own rounding never matters at the tolerances the checks use.
 DIGITS = 30
 
+# A Float that evalf returns with fewer accurate bits than this, and smaller than _TINY, is
+# evalf saying "zero, as far as I can tell" (see _to_float).
+_MIN_ACCURATE_BITS = 53
+_TINY = 1e-100
+
 Interval = tuple[float, float]
 DEFAULT_INTERVAL: Interval = (-2.0, 2.0)
 
@@ -91,7 +96,7 @@ _STATEMENT_NAMES: dict[type[ast.stmt], str] = {
 def _floor_without_jumps() -> type:
     import sympy as sp
 
-    class floor(sp.floor):  # noqa: N801 -- keep SymPy's printed name
+    class floor(sp.floor):  # lower case: prints like SymPy's own floor
         """``floor`` with derivative 0: exact away from its jumps, which is where we sample."""
 
         def fdiff(self, argindex: int = 1) -> sympy.Expr:
@@ -567,7 +572,7 @@ class _Executor:
         callee = load_function(fn)
         params = _check_signature(callee)
         missing = params[len(args) :]
-        defaults = dict(zip(params[len(params) - len(callee.defaults) :], callee.defaults))
+        defaults = _defaults(params, callee.defaults)
         if len(args) > len(params) or any(name not in defaults for name in missing):
             raise self.fs.error(
                 UnsupportedSyntaxError,
@@ -577,6 +582,12 @@ class _Executor:
         filled = [self._constant(defaults[name], node) for name in missing]
         scalars = [self._scalar(arg, node) for arg in args]
         return _Executor(callee, self.depth + 1).run(scalars + filled)
+
+
+def _defaults(params: list[str], defaults: tuple[object, ...]) -> dict[str, object]:
+    """Default values by parameter name (defaults belong to the last parameters)."""
+    first = len(params) - len(defaults)
+    return dict(zip(params[first:], defaults, strict=True))
 
 
 def _check_signature(fs: FunctionSource) -> list[str]:
@@ -605,6 +616,10 @@ def _to_sympy_number(value: float) -> sympy.Expr:
 
 def _to_float(value: sympy.Basic) -> float:
     """A SymPy number as a float; nan when it is complex, undefined or not a number at all."""
+    if getattr(value, "_prec", math.inf) < _MIN_ACCURATE_BITS and abs(value) < _TINY:
+        # evalf's mark of exact cancellation (sign(x) + Heaviside(y - x) == 0, say): a Float
+        # with no accurate bits and a magnitude bound such as 1e-165. The value is zero.
+        return 0.0
     try:
         real, imag = value.as_real_imag()
         if imag != 0:
@@ -690,7 +705,7 @@ def symbolic_function(fn: object) -> SymbolicFunction:
     params = _check_signature(fs)
     symbols = [sp.Symbol(name, real=True) for name in params]
     expr = _Executor(fs).run(symbols)
-    defaults = dict(zip(params[len(params) - len(fs.defaults) :], fs.defaults))
+    defaults = _defaults(params, fs.defaults)
     return SymbolicFunction(fs.name, params, symbols, expr, defaults, origin=fs.origin)
 
 

@@ -95,9 +95,12 @@ def _format_point(point: Mapping[str, float]) -> str:
 
 def _align(rows: list[tuple[str, ...]]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = [" | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    lines = [
+        " | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
     rule = "-+-".join("-" * w for w in widths)
-    return "\n".join([lines[0], rule, *lines[1:]]).rstrip()
+    return "\n".join([lines[0], rule, *lines[1:]])
 
 
 def _agrees(expected: float, got: float, rtol: float, atol: float) -> bool:

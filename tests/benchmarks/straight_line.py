@@ -18,6 +18,7 @@ each run on a freshly built module so nothing is reused between runs.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import gc
 import itertools
@@ -27,7 +28,6 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .workloads import (
@@ -54,7 +54,7 @@ class BenchmarkError(RuntimeError):
     """A gradient disagreed with the reference, so its timings would mean nothing."""
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Settings:
     """How much to measure."""
 
@@ -78,7 +78,7 @@ QUICK = Settings(
 )
 
 
-@dataclass
+@dataclasses.dataclass
 class Candidate:
     """One function timed at fixed arguments; ``per_call_ns`` collects the samples."""
 
@@ -86,14 +86,14 @@ class Candidate:
     fn: Callable[..., object]
     args: tuple[float, ...]
     batch: int = 1
-    per_call_ns: list[float] = field(default_factory=list)
+    per_call_ns: list[float] = dataclasses.field(default_factory=list)
 
     def median(self) -> float:
         """Median per-call time in ns."""
         return statistics.median(self.per_call_ns)
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class RuntimeRow:
     """Medians (ns) for one workload."""
 
@@ -103,7 +103,7 @@ class RuntimeRow:
     hand_ns: float
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class CompileRow:
     """``grad(fn)`` wall times (ms) for one size, in run order."""
 
@@ -332,7 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     settings = QUICK if args.quick else FULL
     if args.samples:
-        settings = Settings(args.samples, settings.warmup, settings.sample_ns, settings.compile_runs)
+        settings = dataclasses.replace(settings, samples=args.samples)
     try:
         grad = load_grad()
     except ImportError as exc:

@@ -243,29 +243,30 @@ class Program:
     output: int
 
 
+_BOUNDS: dict[str, Callable[[Sequence[float], float], float]] = {
+    "sin": lambda b, c: 1.0,
+    "cos": lambda b, c: 1.0,
+    "tanh": lambda b, c: 1.0,
+    "atan": lambda b, c: math.pi / 2,
+    "exp": lambda b, c: math.exp(b[0]) if b[0] < 50.0 else math.inf,
+    "logsq": lambda b, c: math.log(b[0] * b[0] + 1.0),
+    "sqrtsq": lambda b, c: math.sqrt(b[0] * b[0] + 1.0),
+    "scale": lambda b, c: abs(c) * b[0],
+    "shift": lambda b, c: b[0] + abs(c),
+    "neg": lambda b, c: b[0],
+    "square": lambda b, c: b[0] * b[0],
+    "cube": lambda b, c: b[0] * b[0] * b[0],
+    "add": lambda b, c: b[0] + b[1],
+    "sub": lambda b, c: b[0] + b[1],
+    "mul": lambda b, c: b[0] * b[1],
+    "divsq": lambda b, c: b[0],
+    "select": lambda b, c: max(b[0], b[1]),
+}
+
+
 def _result_bound(kind: str, bounds: Sequence[float], const: float) -> float:
     """Upper bound of |result| given bounds of |args| (for inputs within INPUT_BOUND)."""
-    a = bounds[0]
-    table = {
-        "sin": lambda: 1.0,
-        "cos": lambda: 1.0,
-        "tanh": lambda: 1.0,
-        "atan": lambda: math.pi / 2,
-        "exp": lambda: math.exp(a) if a < 50.0 else math.inf,
-        "logsq": lambda: math.log(a * a + 1.0),
-        "sqrtsq": lambda: math.sqrt(a * a + 1.0),
-        "scale": lambda: abs(const) * a,
-        "shift": lambda: a + abs(const),
-        "neg": lambda: a,
-        "square": lambda: a * a,
-        "cube": lambda: a * a * a,
-        "add": lambda: a + bounds[1],
-        "sub": lambda: a + bounds[1],
-        "mul": lambda: a * bounds[1],
-        "divsq": lambda: a,
-        "select": lambda: max(a, bounds[1]),
-    }
-    return table[kind]()
+    return _BOUNDS[kind](bounds, const)
 
 
 class _Builder:
@@ -438,16 +439,14 @@ def primal_source(program: Program, func_name: str = PRIMAL_NAME, seed: int = 0)
     for index, op in enumerate(program.ops):
         args = [names[a] for a in op.args]
         for a in op.args:
-            if last[a] == index and names[a].startswith("v") and names[a] not in free:
+            if last[a] == index and names[a].startswith("v"):
                 free.append(names[a])
         if op.acc:
             names[op.out] = "s"
             lines.append(_accumulator_line(op, args))
             continue
-        if free and rng.random() < 0.3:
-            target = free.pop(rng.randrange(len(free)))
-        else:
-            target = f"v{op.out}"
+        reuse = bool(free) and rng.random() < 0.3
+        target = free.pop(rng.randrange(len(free))) if reuse else f"v{op.out}"
         names[op.out] = target
         lines.append(f"{target} = {_expr(op.kind, args, op.const)}")
     body = "".join(f"    {line}\n" for line in lines)

@@ -1,0 +1,190 @@
+"""The public API: decorator forms, wrt, value_and_grad, dump and the generated function."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import subprocess
+import sys
+
+import pytest
+
+from adcompile import dump, grad, value_and_grad
+from tests.helpers import function_from_source, module_from_source
+
+SEED = """
+def f(x, y, z):
+    q = x + y
+    return q * z
+"""
+
+
+@pytest.fixture
+def seed(tmp_path):
+    return function_from_source(tmp_path, SEED)
+
+
+def test_seed_gradient_is_exact(seed):
+    assert grad(seed)(4.0, -3.0, 5.0) == (5.0, 5.0, 1.0)
+
+
+def test_square_gradient(tmp_path):
+    sq = function_from_source(tmp_path, "def sq(x):\n    return x * x\n", "sq")
+    assert grad(sq)(1.0) == 2.0
+    assert grad(sq)(-1.5) == -3.0
+
+
+def test_decorator_forms(tmp_path):
+    module = module_from_source(
+        tmp_path,
+        """
+        from adcompile import grad
+
+        @grad
+        def a(x, y):
+            return x * y
+
+        @grad(wrt="y")
+        def b(x, y):
+            return x * y
+
+        def c(x, y):
+            return x * y
+        """,
+    )
+    assert module.a(2.0, 3.0) == (3.0, 2.0)
+    assert module.b(2.0, 3.0) == 2.0
+    assert grad(module.c, wrt="x")(2.0, 3.0) == 3.0
+
+
+@pytest.mark.parametrize(
+    ("wrt", "expected"),
+    [
+        (None, (5.0, 5.0, 1.0)),
+        ("x", 5.0),
+        (2, 1.0),
+        (-1, 1.0),
+        (("z", "x"), (1.0, 5.0)),
+        ([1], (5.0,)),
+        ((0, "z"), (5.0, 1.0)),
+    ],
+)
+def test_wrt_selects_and_orders_partials(seed, wrt, expected):
+    assert grad(seed, wrt=wrt)(4.0, -3.0, 5.0) == expected
+
+
+@pytest.mark.parametrize(
+    ("wrt", "fragment"),
+    [
+        ("w", "'w' is not a parameter"),
+        (3, "out of range"),
+        (-4, "out of range"),
+        (("x", "x"), "twice"),
+        ((0, "x"), "twice"),
+        ((), "selects no parameter"),
+    ],
+)
+def test_bad_wrt_raises_value_error_naming_parameters(seed, wrt, fragment):
+    with pytest.raises(ValueError, match=fragment) as info:
+        grad(seed, wrt=wrt)
+    assert "(x, y, z)" in str(info.value)
+
+
+def test_wrt_of_wrong_type_is_type_error(seed):
+    with pytest.raises(TypeError):
+        grad(seed, wrt=True)
+    with pytest.raises(TypeError):
+        grad(seed, wrt=1.5)
+
+
+def test_function_without_parameters_is_rejected(tmp_path):
+    f = function_from_source(tmp_path, "def f():\n    return 1.0\n")
+    with pytest.raises(ValueError, match="no parameters"):
+        grad(f)
+
+
+def test_value_and_grad(seed):
+    value, grads = value_and_grad(seed)(4.0, -3.0, 5.0)
+    assert value == seed(4.0, -3.0, 5.0)
+    assert grads == (5.0, 5.0, 1.0)
+    assert value_and_grad(seed, wrt="z")(4.0, -3.0, 5.0) == (5.0, 1.0)
+
+
+def test_generated_function_carries_source_signature_and_primal(seed):
+    g = grad(seed)
+    assert g.__name__ == "f_grad"
+    assert g.__wrapped__ is seed
+    assert inspect.signature(g) == inspect.signature(seed)
+    assert "def f_grad(x, y, z):" in g.source
+    assert dump(seed) == g.source
+    assert value_and_grad(seed).__name__ == "f_value_and_grad"
+
+
+def test_compiling_twice_gives_independent_objects_and_same_text(seed):
+    first, second = grad(seed), grad(seed)
+    assert first is not second
+    assert first.source == second.source
+
+
+def test_generated_module_is_standalone(seed):
+    source = grad(seed).source
+    assert "adcompile" not in "".join(
+        line for line in source.splitlines() if line.startswith(("import", "from"))
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(source, "<dumped>", "exec"), namespace)
+    assert namespace["f_grad"](4.0, -3.0, 5.0) == (5.0, 5.0, 1.0)
+
+
+def test_int_inputs_give_float_partials(tmp_path):
+    f = function_from_source(tmp_path, "def f(x, n):\n    return x * n + x\n")
+    partials = grad(f)(2, 3)
+    assert partials == (4.0, 2.0)
+    assert all(type(p) is float for p in partials)
+
+
+def test_constant_function_has_zero_float_gradient(tmp_path):
+    f = function_from_source(tmp_path, "def f(x, y):\n    return 2.0 * y\n")
+    assert grad(f, wrt="x")(1.0, 5.0) == 0.0
+    assert type(grad(f, wrt="x")(1.0, 5.0)) is float
+
+
+def test_defaults_are_kept(tmp_path):
+    f = function_from_source(tmp_path, "def f(x, scale=3.0):\n    return scale * x * x\n")
+    assert grad(f, wrt="x")(2.0) == 12.0
+    assert "scale=3.0" in grad(f).source
+
+
+def test_globals_and_closure_constants(tmp_path):
+    module = function_from_source(
+        tmp_path,
+        """
+        import math
+        K = 3.0
+
+        def make(c):
+            def inner(x):
+                return K * x + c * x + math.pi * x
+            return inner
+
+        f = make(2.0)
+        """,
+    ).__globals__
+    g = grad(module["f"])
+    assert g(1.0) == pytest.approx(5.0 + math.pi, rel=1e-15)
+    assert "K = 3.0" in g.source
+    assert "c = 2.0" in g.source
+
+
+def test_lambda_can_be_differentiated(tmp_path):
+    module = function_from_source(tmp_path, "sq = lambda x: x * x\n", "sq")
+    assert grad(module)(3.0) == 6.0
+
+
+def test_import_and_grad_do_not_import_sympy(tmp_path):
+    path = tmp_path / "nosympy.py"
+    path.write_text(SEED + "\nimport sys\nfrom adcompile import grad\nprint(grad(f)(4.0, -3.0, 5.0))\n"
+                    "assert 'sympy' not in sys.modules, 'sympy was imported'\n")
+    run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "(5.0, 5.0, 1.0)"

@@ -1,0 +1,138 @@
+"""Compile-time errors: each unsupported construct is rejected at its node, with its own message."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from adcompile import AdcompileError, NoDerivativeError, UnsupportedSyntaxError, grad
+from tests.helpers import module_from_source
+
+U, N = UnsupportedSyntaxError, NoDerivativeError
+
+# (body of f(x, y), the text the caret must point at, error class, message fragment)
+CASES = [
+    ("for i in range(3):\n    x = x * 2\nreturn x", "for i", U, "`for` loops"),
+    ("while x > 0:\n    x = x - 1\nreturn x", "while", U, "`while` loops"),
+    ("if x > 0:\n    x = -x\nreturn x", "if x", U, "a if cond else b"),
+    ("try:\n    x = x * 2\nexcept Exception:\n    pass\nreturn x", "try", U, "`try`"),
+    ("with open('f') as h:\n    x = x * 2\nreturn x", "with", U, "`with`"),
+    ("global G\nreturn x", "global", U, "`global`"),
+    ("def h(a):\n    return a\nreturn h(x)", "def h", U, "nested `def`"),
+    ("class C:\n    pass\nreturn x", "class", U, "class definitions"),
+    ("z = x\ndel z\nreturn x", "del", U, "`del`"),
+    ("raise ValueError()\nreturn x", "raise", U, "`raise`"),
+    ("assert x > 0\nreturn x", "assert", U, "`assert`"),
+    ("import math\nreturn x", "import", U, "imports inside"),
+    ("h = lambda a: a * 2\nreturn h(x)", "lambda", U, "`lambda`"),
+    ("z = [x * i for i in range(3)]\nreturn x", "[x", U, "list comprehensions"),
+    ("return sum(x * i for i in range(3))", "sum", N, "`sum` is a builtin"),
+    ("yield x\nreturn x", "yield", U, "`yield`"),
+    ("return (z := x * 2)", "z :=", U, "walrus"),
+    ("return x[0]", "x[0]", U, "indexing"),
+    ("return [x, y]", "[x, y]", U, "several values"),
+    ("return x, y", "x, y", U, "several values"),
+    ("z = {'a': x}\nreturn x", "{'a'", U, "dicts"),
+    ("s = f'{x}'\nreturn x", "f'", U, "f-strings"),
+    ("x.attr = 1.0\nreturn x", "x.attr", U, "assigning to an attribute"),
+    ("z = x\nz[0] = 1.0\nreturn x", "z[0]", U, "assigning to an item"),
+    ("a, *b = x, y, y\nreturn x", "*b", U, "starred"),
+    ("return x @ y", "x @ y", U, "`@`"),
+    ("return x & y", "x & y", U, "`&`"),
+    ("return ~x", "~x", U, "`~`"),
+    ("return x * 'a'", "'a'", U, "not a number"),
+    ("return x * 1j", "1j", U, "not a number"),
+    ("return helper(x)", "helper", N, "no derivative rule for `helper`"),
+    ("print(x)\nreturn x", "print", U, "expression statement"),
+    ("return round(x) * y", "round", N, "`round` has no derivative"),
+    ("return (x or y) * 2.0", "x or y", N, "`and`/`or`"),
+    ("z = z + x\nreturn z", "z + x", U, "before it is assigned"),
+    ("return x * undefined_thing", "undefined_thing", U, "not defined"),
+    ("return x * NAME", "NAME", U, "is a str"),
+    ("return x\nreturn y", "return x", U, "`return` before the end"),
+    ("z = x * y", "z = x", U, "must end with `return"),
+    ("return math.hypot(x, y, x)", "math.hypot", U, "with 2 argument(s), not 3"),
+    ("return x.real", "x.real", U, "attribute access"),
+    ("h = x\nreturn h(y)", "h(y)", U, "calling a local"),
+    ("t = (x, y)\na, b = t\nreturn a", "(x, y)", U, "tuples are supported only"),
+    ("a, b = x\nreturn a", "x\n", U, "only from a literal tuple"),
+    ("return math.log(x, base=2.0)", "base", U, "keyword arguments"),
+    ("return", "return", U, "needs a value"),
+]
+
+
+def _case_module(tmp_path, body: str):
+    header = "import math\nNAME = 'text'\n\n\ndef helper(a):\n    return a\n\n\n"
+    text = header + "def f(x, y):\n" + textwrap.indent(body, "    ") + "\n"
+    return module_from_source(tmp_path, text), text
+
+
+def _expected_position(text: str, needle: str) -> tuple[int, int]:
+    body_start = text.index("\n", text.index("def f"))
+    offset = text.index(needle, body_start)
+    line = text.count("\n", 0, offset) + 1
+    col = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return line, col
+
+
+@pytest.mark.parametrize(("body", "needle", "cls", "fragment"), CASES, ids=[c[3] for c in CASES])
+def test_unsupported_construct_is_located(tmp_path, body, needle, cls, fragment):
+    module, text = _case_module(tmp_path, body)
+    with pytest.raises(cls) as info:
+        grad(module.f, wrt="x")
+    line, col = _expected_position(text, needle)
+    message = str(info.value)
+    assert message.startswith(f"{module.__file__}:{line}:{col}: "), message
+    assert fragment in message
+    shown, caret = message.splitlines()[1:3]
+    assert shown.strip() == text.splitlines()[line - 1].strip()
+    indent = len(text.splitlines()[line - 1]) - len(text.splitlines()[line - 1].lstrip())
+    assert caret.index("^") - 4 == col - 1 - indent
+
+
+def test_error_classes_share_a_base():
+    assert issubclass(UnsupportedSyntaxError, AdcompileError)
+    assert issubclass(NoDerivativeError, AdcompileError)
+    assert issubclass(AdcompileError, Exception)
+
+
+def test_non_positional_parameters_are_rejected(tmp_path):
+    module = module_from_source(tmp_path, "def f(x, *rest):\n    return x\n")
+    with pytest.raises(UnsupportedSyntaxError, match="only positional parameters"):
+        grad(module.f)
+
+
+def test_async_function_is_rejected(tmp_path):
+    module = module_from_source(tmp_path, "async def f(x):\n    return x\n")
+    with pytest.raises(UnsupportedSyntaxError, match="async functions"):
+        grad(module.f)
+
+
+def test_non_function_is_a_type_error():
+    with pytest.raises(TypeError, match="Python functions"):
+        grad(len)
+
+
+@pytest.mark.parametrize(
+    ("body", "wrt"),
+    [
+        ("return x * math.floor(y)", "x"),  # no derivative flows through floor(y)
+        ("return x * 2.0 if math.floor(x) > 1 else x", "x"),  # floor only in the test
+        ("return (x > 0) * x", "x"),  # comparisons are piecewise constant
+        ("return x * round(y)", "x"),
+    ],
+)
+def test_functions_without_rules_are_fine_off_the_derivative_path(tmp_path, body, wrt):
+    module, _ = _case_module(tmp_path, body)
+    g = grad(module.f, wrt=wrt)
+    h = 1e-6
+    for x, y in [(0.7, 2.3), (1.6, -1.2)]:
+        numeric = (module.f(x + h, y) - module.f(x - h, y)) / (2 * h)
+        assert g(x, y) == pytest.approx(numeric, rel=1e-6)
+
+
+def test_error_on_the_path_depends_on_wrt(tmp_path):
+    module, _ = _case_module(tmp_path, "return x * math.floor(y)")
+    with pytest.raises(NoDerivativeError, match="math.floor"):
+        grad(module.f, wrt="y")
