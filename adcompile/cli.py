@@ -150,7 +150,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (LookupError, FileNotFoundError) as exc:
         print(f"adcompile: error: {exc}", file=sys.stderr)
         return 1
-    except Exception as exc:  # noqa: BLE001 -- the CLI promises no traceback
-        print(f"adcompile: internal error: {type(exc).__name__}: {exc} (please report this)",
-              file=sys.stderr)
+    except Exception as exc:
+        print(
+            f"adcompile: internal error: {type(exc).__name__}: {exc} (please report this)",
+            file=sys.stderr,
+        )
         return 3

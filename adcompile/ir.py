@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from .astutil import clone, substitute
 from .names import NameTable
 from .rules import Rule
 
@@ -128,28 +129,19 @@ def atom_expr(atom: Atom) -> ast.expr:
     return ast.Constant(value=value)
 
 
-def clone(node: object) -> object:
-    """A deep copy of an AST (faster than ``copy.deepcopy``; positions are dropped)."""
-    if isinstance(node, ast.AST):
-        new = node.__class__()
-        for name in node._fields:
-            setattr(new, name, clone(getattr(node, name, None)))
-        return new
-    if isinstance(node, list):
-        return [clone(item) for item in node]
-    return node
-
-
 def _copy_expr(expr: ast.expr) -> ast.expr:
     return clone(expr)
 
 
 def fill_placeholders(template: ast.expr, operands: list[ast.expr]) -> ast.expr:
     """Replace ``ARG0``, ``ARG1``, ... in a copy of ``template`` by the given expressions."""
+    cls = template.__class__
+    # The three shapes lowering produces are rebuilt directly: no tree copy needed.
+    if cls is ast.BinOp:
+        return ast.BinOp(left=operands[0], op=template.op, right=operands[1])
+    if cls is ast.UnaryOp:
+        return ast.UnaryOp(op=template.op, operand=operands[0])
+    if cls is ast.Call:
+        return ast.Call(func=clone(template.func), args=operands, keywords=[])
     lookup = {ARG_PLACEHOLDER.format(i): op for i, op in enumerate(operands)}
-
-    class Fill(ast.NodeTransformer):
-        def visit_Name(self, node: ast.Name) -> ast.expr:
-            return lookup.get(node.id, node)
-
-    return Fill().visit(_copy_expr(template))
+    return substitute(template, lookup)

@@ -10,26 +10,29 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import math
 import operator
 import types
 from collections.abc import Callable
 
 from . import messages
+from .astutil import walk
 from .errors import AdcompileError, NoDerivativeError, UnsupportedSyntaxError
 from .ir import (
     ARG_PLACEHOLDER,
     Apply,
     Atom,
     Const,
-    CoreFunction,
     Copy,
+    CoreFunction,
     Global,
     If,
     Opaque,
     Return,
     Stmt,
     Var,
+    atom_expr,
 )
 from .names import NameTable, user_name_table
 from .rules import Rule, RuleTable, active_rules
@@ -61,15 +64,14 @@ def _placeholder(i: int) -> ast.Name:
 def assigned_names(body: list[ast.stmt]) -> set[str]:
     """Names the function body binds (its locals), not looking into nested scopes."""
     found: set[str] = set()
-    stack: list[ast.AST] = list(body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            found.add(node.id)
-        if isinstance(node, ast.Lambda | ast.FunctionDef | ast.comprehension):
-            continue
-        stack.extend(ast.iter_child_nodes(node))
+    for stmt in body:
+        for node in walk(stmt, prune=_NEW_SCOPES):
+            if node.__class__ is ast.Name and node.ctx.__class__ is ast.Store:
+                found.add(node.id)
     return found
+
+
+_NEW_SCOPES = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.comprehension)
 
 
 class Lowerer:
@@ -374,9 +376,7 @@ class Lowerer:
         if isinstance(value, bool | int | float):
             self.constants[node.id] = value
             return Global(ast.Name(id=node.id, ctx=ast.Load()), node.id)
-        raise self._error(
-            UnsupportedSyntaxError, node, messages.global_not_number(node.id, value)
-        )
+        raise self._error(UnsupportedSyntaxError, node, messages.global_not_number(node.id, value))
 
     def _resolve_global(self, node: ast.Name) -> object:
         try:
@@ -451,54 +451,41 @@ class Lowerer:
 
     def _rewrite_opaque(self, node: ast.expr) -> tuple[ast.expr, set[str]]:
         """Copy a test expression with names renamed and callees made canonical."""
-        reads: set[str] = set()
-        lowerer = self
-
-        class Rewrite(ast.NodeTransformer):
-            def visit_Name(self, name: ast.Name) -> ast.expr:
-                atom = lowerer._name_atom(name)
-                if isinstance(atom, Var):
-                    reads.add(atom.name)
-                return ast.copy_location(_atom_node(atom), name)
-
-            def visit_Attribute(self, attr: ast.Attribute) -> ast.expr:
-                return lowerer._attribute_atom(attr).expr
-
-            def visit_Call(self, call: ast.Call) -> ast.expr:
-                value, shown = lowerer._callee(call.func)
-                if not lowerer._renderable_callee(value):
-                    name = ast.unparse(call.func)
-                    raise lowerer._error(NoDerivativeError, call.func, messages.no_rule(name, value))
-                args = [self.visit(a) for a in call.args]
-                if call.keywords:
-                    raise lowerer._error(UnsupportedSyntaxError, call, messages.CALL_KEYWORDS)
-                return ast.Call(func=shown, args=args, keywords=[])
-
-            def generic_visit(self, node: ast.AST) -> ast.AST:
-                if isinstance(node, ast.expr) and type(node) in messages.UNSUPPORTED_EXPRESSIONS:
-                    message = messages.UNSUPPORTED_EXPRESSIONS[type(node)]
-                    raise lowerer._error(UnsupportedSyntaxError, node, message)
-                return super().generic_visit(node)
-
-        from .ir import clone  # local: clone is only needed here
-
-        return Rewrite().visit(clone_with_positions(node, clone)), reads
+        rewriter = _OpaqueRewriter(self)
+        return rewriter.visit(copy.deepcopy(node)), rewriter.reads
 
 
-def clone_with_positions(node: ast.expr, clone: Callable[[object], object]) -> ast.expr:
-    """Clone an expression keeping line/column information (needed for error locations)."""
-    copy = clone(node)
-    for new, old in zip(ast.walk(copy), ast.walk(node), strict=True):
-        for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
-            if hasattr(old, attr):
-                setattr(new, attr, getattr(old, attr))
-    return copy
+class _OpaqueRewriter(ast.NodeTransformer):
+    """Renames variables to their current versions and resolves callees in a test expression."""
 
+    def __init__(self, lowerer: Lowerer) -> None:
+        self.lowerer = lowerer
+        self.reads: set[str] = set()
 
-def _atom_node(atom: Atom) -> ast.expr:
-    from .ir import atom_expr
+    def visit_Name(self, name: ast.Name) -> ast.expr:
+        atom = self.lowerer._name_atom(name)
+        if isinstance(atom, Var):
+            self.reads.add(atom.name)
+        return ast.copy_location(atom_expr(atom), name)
 
-    return atom_expr(atom)
+    def visit_Attribute(self, attr: ast.Attribute) -> ast.expr:
+        return self.lowerer._attribute_atom(attr).expr
+
+    def visit_Call(self, call: ast.Call) -> ast.expr:
+        lowerer = self.lowerer
+        value, shown = lowerer._callee(call.func)
+        if not lowerer._renderable_callee(value):
+            name = ast.unparse(call.func)
+            raise lowerer._error(NoDerivativeError, call.func, messages.no_rule(name, value))
+        if call.keywords:
+            raise lowerer._error(UnsupportedSyntaxError, call, messages.CALL_KEYWORDS)
+        return ast.Call(func=shown, args=[self.visit(a) for a in call.args], keywords=[])
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        message = messages.UNSUPPORTED_EXPRESSIONS.get(type(node))
+        if message is not None:
+            raise self.lowerer._error(UnsupportedSyntaxError, node, message)
+        return super().generic_visit(node)
 
 
 def _is_docstring(stmt: ast.stmt) -> bool:

@@ -78,7 +78,9 @@ UNSUPPORTED_EXPRESSIONS: dict[type[ast.expr], str] = {
     ast.YieldFrom: "`yield from` makes a generator, which cannot be differentiated",
     ast.Await: "`await` cannot be differentiated",
     ast.NamedExpr: "the walrus operator `:=` is not supported; assign on a separate line",
-    ast.Subscript: "indexing (`x[i]`) is not supported in scalar code; pass the items as parameters",
+    ast.Subscript: (
+        "indexing (`x[i]`) is not supported in scalar code; pass the items as parameters"
+    ),
     ast.List: "lists are not supported as values in scalar code",
     ast.Tuple: "tuples are supported only in `a, b = e1, e2` assignments",
     ast.Set: "sets are not supported as values",
@@ -112,10 +114,7 @@ def operator_symbol(op: ast.operator) -> str:
 
 def unsupported_operator(symbol: str) -> str:
     """An operator with no derivative on scalars."""
-    return (
-        f"the operator `{symbol}` is not supported on scalars; "
-        "use + - * / ** // % and unary -"
-    )
+    return f"the operator `{symbol}` is not supported on scalars; use + - * / ** // % and unary -"
 
 
 def non_numeric_constant(value: object) -> str:

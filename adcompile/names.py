@@ -12,6 +12,8 @@ import builtins
 import keyword
 from collections.abc import Iterable
 
+from .astutil import walk
+
 # Prefixes tried, in order, for adjoint names; the first that starts no user name wins.
 ADJOINT_PREFIXES = ("b_", "bar_", "adj_", "d_", "grad_")
 
@@ -19,7 +21,7 @@ ADJOINT_PREFIXES = ("b_", "bar_", "adj_", "d_", "grad_")
 def identifiers(tree: ast.AST) -> set[str]:
     """Every identifier a syntax tree mentions (variables, parameters, attributes, defs)."""
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Name):
             found.add(node.id)
         elif isinstance(node, ast.arg):

@@ -13,6 +13,7 @@ import math
 import operator
 from collections.abc import Callable
 
+from .astutil import map_children, names_in, rename_in_place, walk
 from .reverse import ADJOINT
 
 _FOLDABLE: dict[type[ast.operator], Callable[[object, object], object]] = {
@@ -65,52 +66,60 @@ def _is_zero(node: ast.expr) -> bool:
     return _number(node) == 0
 
 
-class Simplify(ast.NodeTransformer):
+def simplify(node: ast.AST) -> ast.AST:
     """Constant folding and the identities ``e*1``, ``e+0``, ``e/1``, ``e**1``, ``-(-e)``."""
-
-    def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
-        self.generic_visit(node)
-        folded = _fold(node)
-        if folded is not None:
-            return folded
-        op, left, right = node.op, node.left, node.right
-        if isinstance(op, ast.Mult) and _is_one(left):
-            return right
-        if isinstance(op, ast.Mult | ast.Div | ast.Pow) and _is_one(right):
-            return left
-        if isinstance(op, ast.Add) and _is_zero(left):
-            return right
-        if isinstance(op, ast.Add | ast.Sub) and _is_zero(right):
-            return left
-        if isinstance(op, ast.Pow) and _number(right) == 2 and isinstance(left, ast.Name):
-            return ast.BinOp(left=left, op=ast.Mult(), right=ast.Name(id=left.id, ctx=ast.Load()))
+    cls = node.__class__
+    if cls is ast.Name or cls is ast.Constant:
         return node
+    map_children(node, simplify)
+    if cls is ast.BinOp:
+        return _simplify_binop(node)
+    if cls is ast.UnaryOp:
+        return _simplify_unary(node)
+    return node
 
-    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.expr:
-        self.generic_visit(node)
-        inner = node.operand
-        if isinstance(node.op, ast.USub) and isinstance(inner, ast.UnaryOp):
-            if isinstance(inner.op, ast.USub):
-                return inner.operand
-        if isinstance(node.op, ast.UAdd):
-            return inner
-        return node
+
+def _simplify_binop(node: ast.BinOp) -> ast.expr:
+    folded = _fold(node)
+    if folded is not None:
+        return folded
+    op, left, right = node.op, node.left, node.right
+    if isinstance(op, ast.Mult) and _is_one(left):
+        return right
+    if isinstance(op, ast.Mult | ast.Div | ast.Pow) and _is_one(right):
+        return left
+    if isinstance(op, ast.Add) and _is_zero(left):
+        return right
+    if isinstance(op, ast.Add | ast.Sub) and _is_zero(right):
+        return left
+    if isinstance(op, ast.Pow) and _number(right) == 2 and isinstance(left, ast.Name):
+        return ast.BinOp(left=left, op=ast.Mult(), right=ast.Name(id=left.id, ctx=ast.Load()))
+    return node
+
+
+def _simplify_unary(node: ast.UnaryOp) -> ast.expr:
+    inner = node.operand
+    double_negation = isinstance(inner, ast.UnaryOp) and isinstance(inner.op, ast.USub)
+    if isinstance(node.op, ast.USub) and double_negation:
+        return inner.operand
+    if isinstance(node.op, ast.UAdd):
+        return inner
+    return node
 
 
 def simplify_adjoints(statements: list[ast.stmt]) -> list[ast.stmt]:
     """Simplify the expressions of adjoint-sweep statements, in place."""
-    simplifier = Simplify()
     for stmt in statements:
         if isinstance(stmt, ast.If):
             simplify_adjoints(stmt.body)
             simplify_adjoints(stmt.orelse)
         elif getattr(stmt, "adcompile_sweep", None) == ADJOINT and hasattr(stmt, "value"):
-            stmt.value = simplifier.visit(stmt.value)
+            stmt.value = simplify(stmt.value)
     return statements
 
 
 def _reads(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return set(names_in(node))
 
 
 def eliminate_dead_code(statements: list[ast.stmt], live: set[str]) -> list[ast.stmt]:
@@ -166,12 +175,6 @@ def optimize(
     return propagate_copies(statements, temporary_adjoints)
 
 
-def _rename(node: ast.AST, renames: dict[str, str]) -> None:
-    for child in ast.walk(node):
-        if isinstance(child, ast.Name) and child.id in renames:
-            child.id = renames[child.id]
-
-
 def propagate_copies(statements: list[ast.stmt], replaceable: set[str]) -> list[ast.stmt]:
     """Remove ``b_t = b_s`` for temporaries' adjoints, reading ``b_s`` wherever ``b_t`` was.
 
@@ -184,7 +187,7 @@ def propagate_copies(statements: list[ast.stmt], replaceable: set[str]) -> list[
     def walk(block: list[ast.stmt]) -> list[ast.stmt]:
         kept = []
         for stmt in block:
-            _rename(stmt, renames) if not isinstance(stmt, ast.If) else _rename(stmt.test, renames)
+            rename_in_place(stmt.test if isinstance(stmt, ast.If) else stmt, renames)
             if isinstance(stmt, ast.If):
                 stmt.body, stmt.orelse = walk(stmt.body), walk(stmt.orelse)
             elif _is_copy(stmt) and stmt.targets[0].id in replaceable:
@@ -208,19 +211,19 @@ def _is_copy(stmt: ast.stmt) -> bool:
 def _read_counts(statements: list[ast.stmt], returns: ast.expr) -> dict[str, int]:
     counts: dict[str, int] = {}
     for node in [*statements, returns]:
-        for child in ast.walk(node):
-            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
+        for child in walk(node):
+            if child.__class__ is ast.Name and child.ctx.__class__ is ast.Load:
                 counts[child.id] = counts.get(child.id, 0) + 1
     return counts
 
 
-class _Inline(ast.NodeTransformer):
-    def __init__(self, pending: dict[str, ast.stmt]) -> None:
-        self.pending = pending
-
-    def visit_Name(self, node: ast.Name) -> ast.expr:
-        definition = self.pending.pop(node.id, None)
+def _inline(node: ast.AST, pending: dict[str, ast.stmt]) -> ast.AST:
+    if node.__class__ is ast.Name:
+        definition = pending.pop(node.id, None)
         return definition.value if definition is not None else node
+    if pending:
+        map_children(node, lambda child: _inline(child, pending))
+    return node
 
 
 def inline_temporaries(
@@ -249,7 +252,7 @@ def inline_temporaries(
                 stmt.body, stmt.orelse = walk(stmt.body), walk(stmt.orelse)
             if is_forward_assign:
                 line = stmt.adcompile_line
-                stmt.value = _Inline(pending).visit(stmt.value)
+                stmt.value = _inline(stmt.value, pending)
                 if stmt.targets[0].id in inlinable:
                     pending[stmt.targets[0].id] = stmt
                     continue

@@ -15,6 +15,7 @@ import re
 import warnings
 from dataclasses import dataclass
 
+from .astutil import names_in
 from .errors import UnsupportedSyntaxError
 from .ir import CoreFunction
 from .reverse import FORWARD
@@ -117,7 +118,7 @@ def _function_def(gen: GeneratedFunction, comments: _Comments) -> ast.FunctionDe
 
 
 def _uses(tree: ast.AST, name: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(tree))
+    return any(found == name for found in names_in(tree))
 
 
 def render_module(functions: list[GeneratedFunction], header: str) -> str:
@@ -136,7 +137,8 @@ def render_module(functions: list[GeneratedFunction], header: str) -> str:
         target = ast.Name(id=name, ctx=ast.Store())
         prelude.append(ast.Assign(targets=[target], value=_constant_literal(value), lineno=0))
     module = ast.Module(body=[*prelude, *defs], type_ignores=[])
-    text = comments.substitute(astor.to_source(module))
+    # Statements are one primitive each, so astor's long-line splitter has nothing to do.
+    text = comments.substitute(astor.to_source(module, pretty_source="".join))
     return f"{header}\n{text}"
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from .astutil import clone, names_in, substitute
 from .ir import (
     Apply,
     Atom,
@@ -22,7 +23,6 @@ from .ir import (
     Stmt,
     Var,
     atom_expr,
-    clone,
     fill_placeholders,
 )
 from .names import ADJOINT_PREFIXES, NameTable
@@ -132,24 +132,15 @@ def forward_sweep(block: list[Stmt]) -> list[ast.stmt]:
             out.append(assign(stmt.target, clone(stmt.expr), stmt.line, FORWARD))
         elif isinstance(stmt, If):
             node = ast.If(
-                test=_name(stmt.cond), body=forward_sweep(stmt.body), orelse=forward_sweep(stmt.orelse)
+                test=_name(stmt.cond),
+                body=forward_sweep(stmt.body),
+                orelse=forward_sweep(stmt.orelse),
             )
             out.append(tag(node, stmt.line, FORWARD))
     return out
 
 
 # ----- adjoint sweep ---------------------------------------------------------------------
-class Substitute(ast.NodeTransformer):
-    """Replace a template's parameter names by expressions."""
-
-    def __init__(self, mapping: dict[str, ast.expr]) -> None:
-        self.mapping = mapping
-
-    def visit_Name(self, node: ast.Name) -> ast.expr:
-        replacement = self.mapping.get(node.id)
-        return clone(replacement) if replacement is not None else node
-
-
 class AdjointSweep:
     """Builds the reverse sweep of a core function, one rule template per primitive."""
 
@@ -217,7 +208,7 @@ class AdjointSweep:
         mapping = self._template_mapping(stmt, g)
         out = self._template_setup(setup, [e for _, e in wanted], mapping, stmt.line)
         for var, expr in wanted:
-            value = Substitute(mapping).visit(clone(expr))
+            value = substitute(expr, mapping)
             out.append(self._accumulate(var, value, stmt.line, defined))
         return out
 
@@ -233,17 +224,17 @@ class AdjointSweep:
         self, setup: list[ast.stmt], used: list[ast.expr], mapping: dict[str, ast.expr], line: int
     ) -> list[ast.stmt]:
         """Emit the template's local assignments that the wanted adjoints read."""
-        needed = {n.id for e in used for n in ast.walk(e) if isinstance(n, ast.Name)}
+        needed = {name for e in used for name in names_in(e)}
         kept = []
         for stmt in reversed(setup):
             local = stmt.targets[0].id
             if local in needed:
-                needed |= {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
+                needed |= set(names_in(stmt.value))
                 kept.append(stmt)
         out = []
         for stmt in reversed(kept):
             local = stmt.targets[0].id
-            value = Substitute(mapping).visit(clone(stmt.value))
+            value = substitute(stmt.value, mapping)
             fresh = self.names.fresh(local)
             mapping[local] = _name(fresh)
             out.append(assign(fresh, value, line, ADJOINT))

@@ -115,8 +115,10 @@ def load_function(fn: object) -> FunctionSource:
     """Load a live Python function: its AST (real positions) and its visible names."""
     if not isinstance(fn, types.FunctionType):
         kind = type(fn).__name__
-        raise TypeError(f"adcompile differentiates Python functions defined with def or lambda, "
-                        f"not {kind} objects ({fn!r})")
+        raise TypeError(
+            f"adcompile differentiates Python functions defined with def or lambda, "
+            f"not {kind} objects ({fn!r})"
+        )
     code = fn.__code__
     filename = code.co_filename
     lines = linecache.getlines(filename, fn.__globals__)

@@ -183,8 +183,10 @@ def test_lambda_can_be_differentiated(tmp_path):
 
 def test_import_and_grad_do_not_import_sympy(tmp_path):
     path = tmp_path / "nosympy.py"
-    path.write_text(SEED + "\nimport sys\nfrom adcompile import grad\nprint(grad(f)(4.0, -3.0, 5.0))\n"
-                    "assert 'sympy' not in sys.modules, 'sympy was imported'\n")
+    path.write_text(
+        SEED + "\nimport sys\nfrom adcompile import grad\nprint(grad(f)(4.0, -3.0, 5.0))\n"
+        "assert 'sympy' not in sys.modules, 'sympy was imported'\n"
+    )
     run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "(5.0, 5.0, 1.0)"

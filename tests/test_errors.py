@@ -134,5 +134,5 @@ def test_functions_without_rules_are_fine_off_the_derivative_path(tmp_path, body
 
 def test_error_on_the_path_depends_on_wrt(tmp_path):
     module, _ = _case_module(tmp_path, "return x * math.floor(y)")
-    with pytest.raises(NoDerivativeError, match="math.floor"):
+    with pytest.raises(NoDerivativeError, match=r"math\.floor"):
         grad(module.f, wrt="y")

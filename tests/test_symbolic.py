@@ -30,7 +30,11 @@ from adcompile.symbolic import (
     symbolic_function,
     sympy_counterpart,
 )
-from adcompile.testing import assert_grad_matches_sympy, compare_with_sympy
+from adcompile.testing import (
+    assert_grad_matches_sympy,
+    compare_source_with_sympy,
+    compare_with_sympy,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 X, Y, Z = sp.symbols("x y z", real=True)
@@ -559,6 +563,20 @@ def rule_arities_only(x, y):
     # Straight-line code calling only what has derivative rules, at the rules' arities.
     t = math.sin(x) * math.exp(y) + math.atan2(y, x) + max(x, y) - abs(x) ** 1.5
     return t / (1 + x * x) + (math.log(y * y + 1) if x < y else math.hypot(x, y))
+
+
+def test_checker_of_a_compiled_gradient_of_static_source(tmp_path: Path) -> None:
+    path = tmp_path / "model.py"
+    path.write_text("import math\n\ndef f(x, y):\n    return math.log(x) * y\n")
+    source = load_from_file(str(path), "f")
+    right = compare_source_with_sympy(source, lambda x, y: (y / x, math.log(x)))
+    assert right.ok and len(right.rows) == 10
+    assert all(row.point["x"] > 0 for row in right.rows)  # sampled where log is defined
+    wrong = compare_source_with_sympy(source, lambda x, y: 1 / x, points=[(2.0, 3.0)], wrt="x")
+    assert not wrong.ok
+    (row,) = wrong.rows
+    assert (row.param, row.expected, row.got) == ("x", 1.5, 0.5)
+    assert row.rel_err == pytest.approx(2 / 3)
 
 
 def test_checker_with_the_real_compiler() -> None:
