@@ -109,7 +109,9 @@ def substitute(node: ast.AST, mapping: Mapping[str, ast.expr]) -> ast.AST:
         if name in _LEAF_FIELDS or not isinstance(value, ast.AST | list):
             setattr(new, name, value)
         elif isinstance(value, list):
-            setattr(new, name, [substitute(v, mapping) if isinstance(v, ast.AST) else v for v in value])
+            setattr(
+                new, name, [substitute(v, mapping) if isinstance(v, ast.AST) else v for v in value]
+            )
         else:
             setattr(new, name, substitute(value, mapping))
     return new

@@ -81,7 +81,7 @@ class Lowerer:
         self.fs = fs
         self.rules = rules or active_rules()
         self.names: NameTable = user_name_table(fs.node)
-        self.math_alias = self.names.fresh("math")
+        self.math_alias = "math"
         self.uses_math = False
         self.constants: dict[str, object] = {}
         self.env: dict[str, str] = {}
@@ -98,6 +98,7 @@ class Lowerer:
         params = self.fs.param_names()
         body = self._function_body(node)
         self.locals = set(params) | assigned_names(body)
+        self.math_alias = self._choose_math_alias()
         for name in params:
             self.env[name] = name
         output = self.names.fresh(_output_stem(self.fs.name, params))
@@ -113,6 +114,13 @@ class Lowerer:
             names=self.names,
             temporaries=self.temporaries,
         )
+
+    def _choose_math_alias(self) -> str:
+        # The user's own `math`, when it is the math module, can keep its name.
+        user_math_is_module = "math" not in self.locals and self.fs.namespace.get("math") is math
+        if user_math_is_module:
+            return "math"
+        return self.names.fresh("math")
 
     def _error(self, cls: type[AdcompileError], node: ast.AST, message: str) -> AdcompileError:
         return self.fs.error(cls, node, message)

@@ -1,0 +1,151 @@
+"""The command line: dump, check, error reporting and exit statuses."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from adcompile import grad
+from adcompile.cli import main
+from adcompile.rules import active_rules
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = ROOT / "examples" / "seed.py"
+
+
+def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m adcompile`` in a subprocess (as a user would)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "adcompile", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        check=False,
+    )
+
+
+def test_dump_prints_the_same_code_as_the_api():
+    from examples.seed import f
+
+    result = run_cli("dump", "examples/seed.py:f")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f.source
+    assert "\x1b[" not in result.stdout  # no colour when stdout is not a terminal
+
+
+def test_dump_with_wrt():
+    result = run_cli("dump", "examples/seed.py:f", "--wrt", "x,z")
+    assert result.returncode == 0
+    assert "return b_x, b_z" in result.stdout
+
+
+def test_dump_of_a_module_function_imports_it():
+    result = run_cli("dump", "examples.seed:f")
+    assert result.returncode == 0, result.stderr
+    assert "def f_grad(x, y, z):" in result.stdout
+
+
+def test_dump_does_not_execute_the_file(tmp_path):
+    marker = tmp_path / "ran"
+    script = tmp_path / "side_effect.py"
+    script.write_text(
+        f"import math\nopen({str(marker)!r}, 'w').close()\n\n\ndef f(x):\n    return math.sin(x)\n"
+    )
+    result = run_cli("dump", f"{script}:f")
+    assert result.returncode == 0, result.stderr
+    assert "math.cos(x)" in result.stdout
+    assert not marker.exists()
+
+
+def test_dumped_module_runs_without_adcompile(tmp_path):
+    dumped = tmp_path / "seed_grad.py"
+    dumped.write_text(run_cli("dump", "examples/seed.py:f").stdout)
+    code = "import sys; sys.modules['adcompile'] = None\nimport seed_grad\n"
+    code += "print(seed_grad.f_grad(4.0, -3.0, 5.0))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "(5.0, 5.0, 1.0)"
+
+
+def test_unsupported_code_is_one_located_error(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f(x):\n    for i in range(3):\n        x = x * 2\n    return x\n")
+    result = run_cli("dump", f"{bad}:f")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    first, shown, caret = result.stderr.splitlines()
+    assert first.startswith(f"{bad}:2:5: error: `for` loops")
+    assert shown.strip() == "for i in range(3):"
+    assert caret.strip() == "^"
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "fragment"),
+    [
+        (("dump", "examples/seed.py:nope"), 1, "no top-level function 'nope'"),
+        (("dump", "missing.py:f"), 1, "cannot read missing.py"),
+        (("dump", "no_such_module_xyz:f"), 1, "cannot import module"),
+        (("dump", "examples/seed.py:f", "--wrt", "w"), 2, "'w' is not a parameter"),
+        (("dump", "examples/seed.py"), 2, "expected PATH.py:FUNC"),
+        (("check", "examples/seed.py:f", "--at", "x=4,y=-3"), 2, "missing a value for z"),
+        (("check", "examples/seed.py:f", "--at", "x=4,y=-3,z=abc"), 2, "not a number"),
+        (("check", "examples/seed.py:f", "--at", "x=4,y=-3,z=5,w=1"), 2, "not a parameter"),
+        (("check", "examples/seed.py:f", "--at", "x4"), 2, "name=value"),
+        (("frobnicate",), 2, "invalid choice"),
+    ],
+)
+def test_bad_input_is_one_line_and_a_status(args, status, fragment):
+    result = run_cli(*args)
+    assert result.returncode == status
+    assert fragment in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_check_passes_on_the_seed():
+    result = run_cli("check", "examples/seed.py:f", "--at", "x=4,y=-3,z=5")
+    assert result.returncode == 0, result.stderr
+    assert "OK: matches SymPy" in result.stdout
+    assert "x=4.0, y=-3.0, z=5.0" in result.stdout
+
+
+def test_check_reports_a_wrong_rule(capsys, tmp_path):
+    def wrong_sin(x, result, g):
+        return g * math.sin(x)  # deliberately wrong: should be cos
+
+    target = tmp_path / "uses_sin.py"
+    target.write_text("import math\n\n\ndef f(x, y):\n    return math.sin(x) * y\n")
+    with active_rules().scope() as rules:
+        rules.register(math.sin, wrong_sin)
+        status = main(["check", f"{target}:f", "--at", "x=0.5,y=2"])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "MISMATCH" in out
+
+
+def test_check_uses_random_points_when_none_are_given():
+    result = run_cli("check", "examples/seed.py:f")
+    assert result.returncode == 0
+    assert result.stdout.count("| ok") >= 9
+
+
+def test_rule_scopes_do_not_leak():
+    def wrong_sin(x, result, g):
+        return 0.0 * g
+
+    with active_rules().scope() as rules:
+        rules.register(math.sin, wrong_sin)
+    assert grad(math_sin_user)(0.0) == 1.0
+
+
+def math_sin_user(x):
+    return math.sin(x)
