@@ -89,6 +89,33 @@ class If:
 
 
 @dataclass
+class Loop:
+    """A ``for i in range(...)`` or ``while test`` loop in core form.
+
+    Each user variable the body assigns has a *header* name: set before the loop from the
+    variable's current version (``entry``), read by the body, and set again at the end of
+    every iteration from the body's last version (``back_edges``). Body names are assigned
+    once per iteration. ``exit_when``, when set, ends the loop after an iteration at whose end
+    it is true (the only ``break`` left after desugaring).
+    """
+
+    entry: list[Copy]
+    body: list[Stmt]
+    back_edges: list[Copy]
+    headers: list[str]
+    line: int
+    index: str | None = None
+    bounds: list[Atom] = field(default_factory=list)
+    test: ast.expr | None = None
+    test_reads: frozenset[str] = frozenset()
+    exit_when: ast.expr | None = None
+    # Filled in by reverse.py: where the values the adjoint needs are recorded.
+    stack: str | None = None
+    counter: str | None = None
+    saved: dict[int, list[str]] = field(default_factory=dict)
+
+
+@dataclass
 class Return:
     """The function's single exit."""
 
@@ -96,7 +123,7 @@ class Return:
     line: int
 
 
-Stmt = Apply | Copy | Opaque | If | Return
+Stmt = Apply | Copy | Opaque | If | Loop | Return
 
 
 @dataclass

@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from . import messages
 from .astutil import walk
+from .desugar import Desugar
 from .errors import AdcompileError, NoDerivativeError, UnsupportedSyntaxError
 from .ir import (
     ARG_PLACEHOLDER,
@@ -28,6 +29,7 @@ from .ir import (
     CoreFunction,
     Global,
     If,
+    Loop,
     Opaque,
     Return,
     Stmt,
@@ -98,6 +100,11 @@ class Lowerer:
         params = self.fs.param_names()
         body = self._function_body(node)
         self.locals = set(params) | assigned_names(body)
+        if not any(isinstance(n, ast.Return) for stmt in body for n in walk(stmt)):
+            where = body[-1] if body else self.fs.node
+            raise self._error(UnsupportedSyntaxError, where, messages.MISSING_RETURN)
+        body = Desugar(self.names).function_body(body)
+        self.locals |= assigned_names(body)
         self.math_alias = self._choose_math_alias()
         for name in params:
             self.env[name] = name
@@ -197,6 +204,95 @@ class Lowerer:
         for node in (read, value):
             ast.copy_location(node, stmt)
         self._bind(stmt.target, value)
+
+    # ----- control flow ------------------------------------------------------------------
+    def _stmt_If(self, stmt: ast.If) -> None:
+        cond = self.names.numbered("cond")
+        self._opaque(stmt.test, cond)
+        before = dict(self.env)
+        body = self._sub_block(lambda: self._statements(stmt.body))
+        after_body, self.env = self.env, dict(before)
+        orelse = self._sub_block(lambda: self._statements(stmt.orelse))
+        after_orelse = self.env
+        self.env = self._merge(after_body, after_orelse, body, orelse, stmt.lineno)
+        self.block.append(If(cond, body, orelse, stmt.lineno))
+
+    def _statements(self, stmts: list[ast.stmt]) -> None:
+        for stmt in stmts:
+            self._statement(stmt)
+
+    def _merge(
+        self,
+        left: dict[str, str],
+        right: dict[str, str],
+        left_block: list[Stmt],
+        right_block: list[Stmt],
+        line: int,
+    ) -> dict[str, str]:
+        """Join two paths: a variable with different versions gets one new merged name."""
+        merged = {}
+        for var in sorted(set(left) | set(right)):
+            a, b = left.get(var), right.get(var)
+            if a == b:
+                merged[var] = a
+                continue
+            new = self.names.fresh(var)
+            if a is not None:
+                left_block.append(Copy(new, Var(a), line))
+            if b is not None:
+                right_block.append(Copy(new, Var(b), line))
+            merged[var] = new
+        return merged
+
+    def _stmt_For(self, stmt: ast.For) -> None:
+        if not isinstance(stmt.target, ast.Name):
+            raise self._error(UnsupportedSyntaxError, stmt.target, messages.FOR_TARGET)
+        iterator = stmt.iter
+        callee = None
+        if isinstance(iterator, ast.Call) and isinstance(iterator.func, ast.Name | ast.Attribute):
+            callee, _ = self._callee(iterator.func)
+        if callee is not builtins.range:
+            raise self._error(UnsupportedSyntaxError, iterator, messages.FOR_ITERABLE)
+        if not 1 <= len(iterator.args) <= 3 or iterator.keywords:
+            raise self._error(UnsupportedSyntaxError, iterator, messages.RANGE_ARGUMENTS)
+        bounds = [self._atom(arg) for arg in iterator.args]
+        self._loop(stmt, index=stmt.target.id, bounds=bounds)
+
+    def _stmt_While(self, stmt: ast.While) -> None:
+        self._loop(stmt, index=None, bounds=[])
+
+    def _loop(self, stmt: ast.For | ast.While, index: str | None, bounds: list[Atom]) -> None:
+        body_stmts, exit_test = _split_exit_test(stmt.body)
+        carried = sorted(assigned_names(stmt.body) - ({index} if index else set()))
+        entry, headers = [], []
+        for var in carried:
+            header = self.names.fresh(var)
+            if var in self.env:
+                entry.append(Copy(header, Var(self.env[var]), stmt.lineno))
+            self.env[var] = header
+            headers.append(header)
+        index_name = self._version(index) if index else None
+        if index:
+            self.env[index] = index_name
+        test, reads = None, frozenset()
+        if isinstance(stmt, ast.While):
+            test, read_set = self._rewrite_opaque(stmt.test)
+            reads = frozenset(read_set)
+        body = self._sub_block(lambda: self._statements(body_stmts))
+        back_edges = [
+            Copy(header, Var(self.env[var]), stmt.lineno)
+            for var, header in zip(carried, headers, strict=True)
+            if var in self.env and self.env[var] != header
+        ]
+        exit_when = None
+        if exit_test is not None:
+            exit_when, _ = self._rewrite_opaque(exit_test.test)
+        for var, header in zip(carried, headers, strict=True):
+            self.env[var] = header
+        loop = Loop(entry, body, back_edges, headers, stmt.lineno, index_name, bounds, test, reads)
+        loop.exit_when = exit_when
+        self.block.extend(entry)
+        self.block.append(loop)
 
     def _check_name_target(self, target: ast.expr) -> None:
         if not isinstance(target, ast.Name):
@@ -494,6 +590,14 @@ class _OpaqueRewriter(ast.NodeTransformer):
         if message is not None:
             raise self.lowerer._error(UnsupportedSyntaxError, node, message)
         return super().generic_visit(node)
+
+
+def _split_exit_test(body: list[ast.stmt]) -> tuple[list[ast.stmt], ast.If | None]:
+    """Separate the ``if FLAG: break`` that desugaring puts at the end of a loop body."""
+    last = body[-1] if body else None
+    if isinstance(last, ast.If) and len(last.body) == 1 and isinstance(last.body[0], ast.Break):
+        return body[:-1], last
+    return body, None
 
 
 def _is_docstring(stmt: ast.stmt) -> bool:

@@ -43,13 +43,14 @@ BOOLOP_VALUE = (
     "and choose a value with `a if cond else b`"
 )
 
+FOR_TARGET = "the loop variable must be a single name (`for i in range(n)`)"
+FOR_ITERABLE = (
+    "only `for i in range(...)` loops are supported; iterate over indices "
+    "(`for i in range(len(xs))`) and read `xs[i]`"
+)
+RANGE_ARGUMENTS = "range() takes 1 to 3 positional arguments here"
+
 UNSUPPORTED_STATEMENTS: dict[type[ast.stmt], str] = {
-    ast.If: (
-        "`if` statements are not supported yet (straight-line code only); "
-        "for a value, write `a if cond else b`"
-    ),
-    ast.For: "`for` loops are not supported yet (straight-line code only); unroll the loop",
-    ast.While: "`while` loops are not supported yet (straight-line code only)",
     ast.AsyncFor: "`async for` cannot be differentiated",
     ast.Try: "`try` is not supported: a derivative cannot pass through exception handling",
     ast.With: "`with` blocks are not supported; move the context manager outside the function",

@@ -110,7 +110,7 @@ def _simplify_unary(node: ast.UnaryOp) -> ast.expr:
 def simplify_adjoints(statements: list[ast.stmt]) -> list[ast.stmt]:
     """Simplify the expressions of adjoint-sweep statements, in place."""
     for stmt in statements:
-        if isinstance(stmt, ast.If):
+        if isinstance(stmt, ast.If | ast.For | ast.While):
             simplify_adjoints(stmt.body)
             simplify_adjoints(stmt.orelse)
         elif getattr(stmt, "adcompile_sweep", None) == ADJOINT and hasattr(stmt, "value"):
@@ -140,6 +140,9 @@ def eliminate_dead_code(statements: list[ast.stmt], live: set[str]) -> list[ast.
             stmt = _dead_code_in_if(stmt, live)
             if stmt is None:
                 continue
+        elif isinstance(stmt, ast.For | ast.While):
+            # A loop may run any number of times: keep it whole, and all it reads is live.
+            live |= _reads(stmt)
         else:
             live |= _reads(stmt)
         kept.append(stmt)
@@ -187,8 +190,13 @@ def propagate_copies(statements: list[ast.stmt], replaceable: set[str]) -> list[
     def walk(block: list[ast.stmt]) -> list[ast.stmt]:
         kept = []
         for stmt in block:
-            rename_in_place(stmt.test if isinstance(stmt, ast.If) else stmt, renames)
-            if isinstance(stmt, ast.If):
+            if isinstance(stmt, ast.If | ast.While):
+                rename_in_place(stmt.test, renames)
+            elif isinstance(stmt, ast.For):
+                rename_in_place(stmt.iter, renames)
+            else:
+                rename_in_place(stmt, renames)
+            if isinstance(stmt, ast.If | ast.For | ast.While):
                 stmt.body, stmt.orelse = walk(stmt.body), walk(stmt.orelse)
             elif _is_copy(stmt) and stmt.targets[0].id in replaceable:
                 renames[stmt.targets[0].id] = stmt.value.id
@@ -248,7 +256,7 @@ def inline_temporaries(
             if not is_forward_assign or stmt.adcompile_line != line:
                 out.extend(pending.values())
                 pending.clear()
-            if isinstance(stmt, ast.If):
+            if isinstance(stmt, ast.If | ast.For | ast.While):
                 stmt.body, stmt.orelse = walk(stmt.body), walk(stmt.orelse)
             if is_forward_assign:
                 line = stmt.adcompile_line

@@ -73,7 +73,7 @@ def _with_comments(
         if key[1] is not None and key != previous:
             out.append(comments.marker(_block_comment(stmt, fs)))
         previous = key
-        if isinstance(stmt, ast.If):
+        if isinstance(stmt, ast.If | ast.For | ast.While):
             stmt.body = _with_comments(stmt.body, fs, comments, key)
             stmt.orelse = _with_comments(stmt.orelse, fs, comments, key)
         out.append(stmt)

@@ -9,6 +9,7 @@ can place one comment per block.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .astutil import clone, names_in, substitute
@@ -18,6 +19,7 @@ from .ir import (
     Copy,
     CoreFunction,
     If,
+    Loop,
     Opaque,
     Return,
     Stmt,
@@ -68,6 +70,18 @@ def _mark_varied(block: list[Stmt], varied: set[str]) -> None:
         elif isinstance(stmt, If):
             _mark_varied(stmt.body, varied)
             _mark_varied(stmt.orelse, varied)
+        elif isinstance(stmt, Loop):
+            body = [*stmt.body, *stmt.back_edges]
+            _to_fixpoint(varied, lambda body=body: _mark_varied(body, varied))
+
+
+def _to_fixpoint(grown: set[str], step: Callable[[], None]) -> None:
+    """Repeat ``step`` until it adds nothing to ``grown`` (values flow around loops)."""
+    while True:
+        size = len(grown)
+        step()
+        if len(grown) == size:
+            return
 
 
 def _mark_useful(block: list[Stmt], activity: Activity) -> None:
@@ -84,6 +98,9 @@ def _mark_useful(block: list[Stmt], activity: Activity) -> None:
         elif isinstance(stmt, If):
             _mark_useful(stmt.body, activity)
             _mark_useful(stmt.orelse, activity)
+        elif isinstance(stmt, Loop):
+            body = [*stmt.body, *stmt.back_edges]
+            _to_fixpoint(useful, lambda body=body: _mark_useful(body, activity))
 
 
 def _is_in(atom: Atom, names: set[str]) -> bool:
@@ -96,8 +113,40 @@ def assigned_in(block: list[Stmt]) -> set[str]:
     for stmt in block:
         if isinstance(stmt, If):
             found |= assigned_in(stmt.body) | assigned_in(stmt.orelse)
+        elif isinstance(stmt, Loop):
+            found |= assigned_in(stmt.body) | set(stmt.headers) | _loop_scalars(stmt)
         elif not isinstance(stmt, Return):
             found.add(stmt.target)
+    return found
+
+
+def _loop_scalars(loop: Loop) -> set[str]:
+    return {n for n in (loop.index, loop.counter) if n}
+
+
+def assigned_directly(block: list[Stmt]) -> set[str]:
+    """Names a block assigns itself, or through a loop it contains (not through an ``if``)."""
+    found: set[str] = set()
+    for stmt in block:
+        if isinstance(stmt, Loop):
+            found |= set(stmt.headers) | _loop_scalars(stmt)
+        elif isinstance(stmt, Apply | Copy | Opaque):
+            found.add(stmt.target)
+    return found
+
+
+def operands_in(block: list[Stmt]) -> set[str]:
+    """Variables read as operands of differentiable statements in a block (nested included)."""
+    found: set[str] = set()
+    for stmt in block:
+        if isinstance(stmt, Apply):
+            found.update(a.name for a in stmt.args if isinstance(a, Var))
+        elif isinstance(stmt, Copy) and isinstance(stmt.source, Var):
+            found.add(stmt.source.name)
+        elif isinstance(stmt, If):
+            found |= operands_in(stmt.body) | operands_in(stmt.orelse)
+        elif isinstance(stmt, Loop):
+            found |= operands_in(stmt.body) | operands_in(stmt.back_edges)
     return found
 
 
@@ -119,8 +168,12 @@ def assign(target: str, value: ast.expr, line: int, sweep: str) -> ast.stmt:
 
 
 # ----- forward sweep ---------------------------------------------------------------------
-def forward_sweep(block: list[Stmt]) -> list[ast.stmt]:
-    """The primal computation in core form, as Python statements."""
+def forward_sweep(block: list[Stmt], records: Records | None = None) -> list[ast.stmt]:
+    """The primal computation in core form, as Python statements.
+
+    ``records`` says which blocks push which values on which stack (loops only).
+    """
+    records = records if records is not None else Records()
     out: list[ast.stmt] = []
     for stmt in block:
         if isinstance(stmt, Apply):
@@ -131,13 +184,78 @@ def forward_sweep(block: list[Stmt]) -> list[ast.stmt]:
         elif isinstance(stmt, Opaque):
             out.append(assign(stmt.target, clone(stmt.expr), stmt.line, FORWARD))
         elif isinstance(stmt, If):
-            node = ast.If(
-                test=_name(stmt.cond),
-                body=forward_sweep(stmt.body),
-                orelse=forward_sweep(stmt.orelse),
-            )
+            body = forward_sweep(stmt.body, records) + records.push(stmt.body, stmt.line)
+            orelse = forward_sweep(stmt.orelse, records) + records.push(stmt.orelse, stmt.line)
+            node = ast.If(test=_name(stmt.cond), body=body or [ast.Pass()], orelse=orelse)
             out.append(tag(node, stmt.line, FORWARD))
+        elif isinstance(stmt, Loop):
+            out += forward_loop(stmt, records)
     return out
+
+
+def forward_loop(loop: Loop, records: Records) -> list[ast.stmt]:
+    """A loop of the forward sweep: body, recorded values, back edges, count, exit test."""
+    line = loop.line
+    body = forward_sweep(loop.body, records) + records.push(loop.body, line)
+    body += [assign(c.target, atom_expr(c.source), line, FORWARD) for c in loop.back_edges]
+    out = []
+    if loop.counter:
+        out.append(assign(loop.counter, ast.Constant(value=0), line, FORWARD))
+        one = ast.Constant(value=1)
+        increment = ast.AugAssign(target=_name(loop.counter, True), op=ast.Add(), value=one)
+        body.append(tag(increment, line, FORWARD))
+    if loop.exit_when is not None:
+        exit_test = ast.If(test=clone(loop.exit_when), body=[ast.Break()], orelse=[])
+        body.append(tag(exit_test, line, FORWARD))
+    body = body or [ast.Pass()]
+    if loop.test is not None:
+        node = ast.While(test=clone(loop.test), body=body, orelse=[])
+    else:
+        target = _name(loop.index, True)
+        node = ast.For(target=target, iter=_range(loop.bounds), body=body, orelse=[])
+    out.append(tag(node, line, FORWARD))
+    return out
+
+
+def _range(bounds: list[Atom]) -> ast.expr:
+    return ast.Call(func=_name("range"), args=[atom_expr(b) for b in bounds], keywords=[])
+
+
+def _method_call(obj: str, method: str, args: list[ast.expr]) -> ast.expr:
+    func = ast.Attribute(value=_name(obj), attr=method, ctx=ast.Load())
+    return ast.Call(func=func, args=args, keywords=[])
+
+
+@dataclass
+class Records:
+    """The values each block inside a loop records for the reverse sweep, and on which stack."""
+
+    saved: dict[int, tuple[str, list[str]]] = field(default_factory=dict)
+    stacks: list[tuple[str, int]] = field(default_factory=list)
+
+    def push(self, block: list[Stmt], line: int) -> list[ast.stmt]:
+        """``stack.append(values)`` at the end of a block that records something."""
+        if id(block) not in self.saved:
+            return []
+        stack, names = self.saved[id(block)]
+        call = _method_call(stack, "append", [_pack(names)])
+        return [tag(ast.Expr(value=call), line, FORWARD)]
+
+    def pop(self, block: list[Stmt], line: int) -> list[ast.stmt]:
+        """``values = stack.pop()``, restoring what ``push`` recorded for this block."""
+        if id(block) not in self.saved:
+            return []
+        stack, names = self.saved[id(block)]
+        target = _pack(names, store=True)
+        value = _method_call(stack, "pop", [])
+        return [tag(ast.Assign(targets=[target], value=value, lineno=line), line, ADJOINT)]
+
+
+def _pack(names: list[str], store: bool = False) -> ast.expr:
+    if len(names) == 1:
+        return _name(names[0], store)
+    elts = [_name(n, store) for n in names]
+    return ast.Tuple(elts=elts, ctx=ast.Store() if store else ast.Load())
 
 
 # ----- adjoint sweep ---------------------------------------------------------------------
@@ -150,6 +268,7 @@ class AdjointSweep:
         self.names = names
         self.prefix = names.prefix_free(ADJOINT_PREFIXES)
         self.adjoints: dict[str, str] = {}
+        self.records = Records()
 
     def adjoint(self, var: str) -> str:
         """The name of the adjoint of ``var`` (``b_x`` for ``x``)."""
@@ -169,6 +288,8 @@ class AdjointSweep:
                 out += self._copy(stmt, defined)
             elif isinstance(stmt, If):
                 out += self._if(stmt, defined)
+            elif isinstance(stmt, Loop):
+                out += self._loop(stmt, defined)
         return out
 
     def _accumulate(self, var: str, value: ast.expr, line: int, defined: set[str]) -> ast.stmt:
@@ -260,6 +381,104 @@ class AdjointSweep:
             test, body, orelse = ast.UnaryOp(op=ast.Not(), operand=test), orelse, []
         return [tag(ast.If(test=test, body=body, orelse=orelse), stmt.line, ADJOINT)]
 
+    # ----- loops -----------------------------------------------------------------------
+    def _loop(self, loop: Loop, defined: set[str]) -> list[ast.stmt]:
+        """Replay the iterations in reverse, restoring the values each one recorded."""
+        out = self._loop_accumulators(loop, defined)
+        inner = set(defined)
+        body: list[ast.stmt] = []
+        for edge in reversed(loop.back_edges):
+            if not self.activity.active(edge.target):
+                continue
+            g = self.adjoint(edge.target)
+            if isinstance(edge.source, Var) and self.activity.active(edge.source.name):
+                body.append(self._accumulate(edge.source.name, _name(g), loop.line, inner))
+            # The header now holds an earlier iteration's value: its adjoint starts afresh.
+            body.append(assign(g, ast.Constant(value=0.0), loop.line, ADJOINT))
+        body += self.block(loop.body, inner)
+        if not body:
+            return out
+        restore = self._plan_records(loop, body)
+        if loop.test is not None or loop.exit_when is not None:
+            loop.counter = self.names.fresh("n_iterations")
+        node = ast.For(
+            target=_name(self._reverse_index(loop), True),
+            iter=self._reverse_iterations(loop),
+            body=restore + body,
+            orelse=[],
+        )
+        out.append(tag(node, loop.line, ADJOINT))
+        return out
+
+    def _loop_accumulators(self, loop: Loop, defined: set[str]) -> list[ast.stmt]:
+        """Adjoints that every reverse iteration adds to must exist before the loop."""
+        outside = operands_in(loop.body) - assigned_in(loop.body) - set(loop.headers)
+        carried = [h for h in loop.headers if self.activity.active(h)]
+        out = []
+        for var in carried + sorted(v for v in outside if self.activity.active(v)):
+            name = self.adjoint(var)
+            if name not in defined:
+                out.append(assign(name, ast.Constant(value=0.0), loop.line, ADJOINT))
+                defined.add(name)
+        return out
+
+    def _reverse_index(self, loop: Loop) -> str:
+        return loop.index if loop.index is not None else self.names.fresh("_")
+
+    def _reverse_iterations(self, loop: Loop) -> ast.expr:
+        if loop.index is None:  # a while loop: as many iterations as it ran
+            return ast.Call(func=_name("range"), args=[_name(loop.counter)], keywords=[])
+        forward = _range(loop.bounds)
+        if loop.counter is not None:  # it may have stopped early: only the ones it ran
+            forward = ast.Subscript(
+                value=forward,
+                slice=ast.Slice(lower=None, upper=_name(loop.counter), step=None),
+                ctx=ast.Load(),
+            )
+        return ast.Call(func=_name("reversed"), args=[forward], keywords=[])
+
+    def _plan_records(self, loop: Loop, reverse_body: list[ast.stmt]) -> list[ast.stmt]:
+        """Decide what each block of the loop records; return the statements restoring it."""
+        reads = {name for stmt in reverse_body for name in names_in(stmt)}
+        needed = (assigned_in(loop.body) | set(loop.headers)) & reads
+        needed.discard(loop.index)
+        if not needed:
+            return []
+        loop.stack = self.names.numbered("stack")
+        self.records.stacks.append((loop.stack, loop.line))
+        self._assign_records(loop.body, needed, loop.stack, extra=set(loop.headers))
+        return self._restore(loop.body, loop.line)
+
+    def _assign_records(
+        self, block: list[Stmt], needed: set[str], stack: str, extra: set[str] = frozenset()
+    ) -> bool:
+        """Record, at the end of each block, the needed names it assigns; True if any."""
+        wanted = set(needed)
+        for stmt in block:
+            if isinstance(stmt, If):
+                in_body = self._assign_records(stmt.body, needed, stack)
+                in_orelse = self._assign_records(stmt.orelse, needed, stack)
+                if in_body or in_orelse:
+                    wanted.add(stmt.cond)  # the restore has to know which branch ran
+        names = sorted((assigned_directly(block) | extra) & wanted)
+        if names:
+            self.records.saved[id(block)] = (stack, names)
+        return bool(names) or any(
+            id(s.body) in self.records.saved or id(s.orelse) in self.records.saved
+            for s in block
+            if isinstance(s, If)
+        )
+
+    def _restore(self, block: list[Stmt], line: int) -> list[ast.stmt]:
+        out = self.records.pop(block, line)
+        for stmt in reversed(block):
+            if isinstance(stmt, If):
+                body, orelse = self._restore(stmt.body, line), self._restore(stmt.orelse, line)
+                if body or orelse:
+                    node = ast.If(test=_name(stmt.cond), body=body or [ast.Pass()], orelse=orelse)
+                    out.append(tag(node, line, ADJOINT))
+        return out
+
 
 @dataclass
 class GradientBody:
@@ -277,13 +496,20 @@ def build_gradient(
     names = fn.names if fn.names is not None else NameTable(fn.params)
     activity = analyze_activity(fn, wrt)
     sweep = AdjointSweep(fn, activity, names)
-    statements = forward_sweep(fn.body)
     defined: set[str] = set()
+    seed: list[ast.stmt] = []
     if activity.active(fn.output):
-        seed = sweep.adjoint(fn.output)
-        defined.add(seed)
-        statements.append(assign(seed, ast.Constant(value=1.0), _return_line(fn), ADJOINT))
-    statements += sweep.block(fn.body, defined)
+        name = sweep.adjoint(fn.output)
+        defined.add(name)
+        seed.append(assign(name, ast.Constant(value=1.0), _return_line(fn), ADJOINT))
+    adjoint = sweep.block(fn.body, defined)
+    # The forward sweep comes second: the adjoint decided what loops must record.
+    forward = forward_sweep(fn.body, sweep.records)
+    stacks = [
+        assign(stack, ast.List(elts=[], ctx=ast.Load()), line, FORWARD)
+        for stack, line in sweep.records.stacks
+    ]
+    statements = stacks + forward + seed + adjoint
     partials = [
         _name(sweep.adjoint(p)) if sweep.adjoint(p) in defined else ast.Constant(value=0.0)
         for p in wrt

@@ -78,13 +78,15 @@ def test_dumped_module_runs_without_adcompile(tmp_path):
 
 def test_unsupported_code_is_one_located_error(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("def f(x):\n    for i in range(3):\n        x = x * 2\n    return x\n")
+    bad.write_text(
+        "def f(x):\n    try:\n        x = x * 2\n    finally:\n        pass\n    return x\n"
+    )
     result = run_cli("dump", f"{bad}:f")
     assert result.returncode == 1
     assert result.stdout == ""
     first, shown, caret = result.stderr.splitlines()
-    assert first.startswith(f"{bad}:2:5: error: `for` loops")
-    assert shown.strip() == "for i in range(3):"
+    assert first.startswith(f"{bad}:2:5: error: `try` is not supported")
+    assert shown.strip() == "try:"
     assert caret.strip() == "^"
     assert "Traceback" not in result.stderr
 

@@ -13,9 +13,10 @@ U, N = UnsupportedSyntaxError, NoDerivativeError
 
 # (body of f(x, y), the text the caret must point at, error class, message fragment)
 CASES = [
-    ("for i in range(3):\n    x = x * 2\nreturn x", "for i", U, "`for` loops"),
-    ("while x > 0:\n    x = x - 1\nreturn x", "while", U, "`while` loops"),
-    ("if x > 0:\n    x = -x\nreturn x", "if x", U, "a if cond else b"),
+    ("for v in (x, y):\n    x = x * v\nreturn x", "(x, y):", U, "only `for i in range(...)`"),
+    ("for a, b in range(3):\n    x = x * 2\nreturn x", "a, b", U, "single name"),
+    ("for i in range():\n    x = x * 2\nreturn x", "range()", U, "1 to 3"),
+    ("while x > 0:\n    x = x - 1\nelse:\n    print(x)\nreturn x", "print", U, "expression"),
     ("try:\n    x = x * 2\nexcept Exception:\n    pass\nreturn x", "try", U, "`try`"),
     ("with open('f') as h:\n    x = x * 2\nreturn x", "with", U, "`with`"),
     ("global G\nreturn x", "global", U, "`global`"),
@@ -50,7 +51,6 @@ CASES = [
     ("z = z + x\nreturn z", "z + x", U, "before it is assigned"),
     ("return x * undefined_thing", "undefined_thing", U, "not defined"),
     ("return x * NAME", "NAME", U, "is a str"),
-    ("return x\nreturn y", "return x", U, "`return` before the end"),
     ("z = x * y", "z = x", U, "must end with `return"),
     ("return math.hypot(x, y, x)", "math.hypot", U, "with 2 argument(s), not 3"),
     ("return x.real", "x.real", U, "attribute access"),

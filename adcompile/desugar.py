@@ -1,0 +1,173 @@
+"""Structured control flow: ``return``, ``break`` and ``continue`` turned into flags.
+
+After this pass (on the Python AST, before lowering) a function body has exactly one
+``return``, as its last statement, and a loop body has no ``continue`` and at most one
+``break``, in the form ``if FLAG: break`` as its last statement. The statements that an exit
+would have skipped are guarded by ``if not FLAG:``. Loop ``else:`` clauses become an ``if``
+after the loop. Lowering then only has to handle blocks that run to their end.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from dataclasses import dataclass, field
+
+from .names import NameTable
+
+
+@dataclass
+class _LoopFlags:
+    brk: str | None = None
+    cont: str | None = None
+
+
+@dataclass
+class _Context:
+    """Flag names of the function's early return and of the enclosing loop."""
+
+    returned: str | None = None
+    result: str | None = None
+    loop: _LoopFlags | None = None
+    exits: set[str] = field(default_factory=set)
+
+
+def _name(name: str, store: bool = False) -> ast.Name:
+    return ast.Name(id=name, ctx=ast.Store() if store else ast.Load())
+
+
+def _located(node: ast.AST, like: ast.AST) -> ast.AST:
+    """Give ``node`` and its new sub-nodes the position of ``like`` (for error messages)."""
+    for child in ast.walk(node):
+        if getattr(child, "lineno", None) is None and "lineno" in child._attributes:
+            ast.copy_location(child, like)
+    return node
+
+
+def _set(name: str, value: ast.expr, like: ast.AST) -> ast.stmt:
+    return _located(ast.Assign(targets=[_name(name, True)], value=value), like)
+
+
+def _flag(name: str, value: bool, like: ast.AST) -> ast.stmt:
+    return _set(name, ast.Constant(value=value), like)
+
+
+def _any_flag(flags: list[str], like: ast.AST) -> ast.expr:
+    names = [ast.copy_location(_name(f), like) for f in sorted(flags)]
+    test = names[0] if len(names) == 1 else ast.BoolOp(op=ast.Or(), values=names)
+    return ast.copy_location(test, like)
+
+
+def _contains(stmts: list[ast.stmt], kinds: tuple[type, ...], into_loops: bool) -> bool:
+    stack: list[ast.AST] = list(stmts)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, kinds):
+            return True
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            continue
+        if not into_loops and isinstance(node, ast.For | ast.While):
+            stack.extend(node.orelse)
+            continue
+        stack.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt))
+    return False
+
+
+class Desugar:
+    """Rewrites one function body; flag names come from the function's name table."""
+
+    def __init__(self, names: NameTable) -> None:
+        self.names = names
+
+    def function_body(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        """The body with early returns, breaks and continues replaced by flags."""
+        last = body[-1] if body else None
+        early = _contains(body[:-1], (ast.Return,), into_loops=True) or (
+            isinstance(last, ast.If | ast.For | ast.While)
+        )
+        needs_loops = _contains(body, (ast.Break, ast.Continue, ast.For, ast.While), True)
+        if not early and not needs_loops:
+            return body
+        if not early:
+            return self._block(body, _Context())
+        context = _Context(returned=self.names.fresh("returned"), result=self.names.fresh("result"))
+        anchor = body[0]
+        rewritten = [_flag(context.returned, False, anchor), *self._block(body, context)]
+        ret = ast.Return(value=_name(context.result))
+        return [*rewritten, _located(ret, last)]
+
+    def _block(self, stmts: list[ast.stmt], context: _Context) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for index, stmt in enumerate(stmts):
+            outer, context.exits = context.exits, set()
+            out.extend(self._statement(stmt, context))
+            exits, context.exits = context.exits, outer | context.exits
+            if isinstance(stmt, ast.Return | ast.Break | ast.Continue):
+                return out  # the rest of the block is unreachable
+            rest = stmts[index + 1 :]
+            if exits and rest:
+                guarded = self._block(rest, context)
+                if guarded:
+                    test = ast.UnaryOp(op=ast.Not(), operand=_any_flag(list(exits), stmt))
+                    guard = ast.If(test=ast.copy_location(test, stmt), body=guarded, orelse=[])
+                    out.append(ast.copy_location(guard, rest[0]))
+                return out
+        return out
+
+    def _statement(self, stmt: ast.stmt, context: _Context) -> list[ast.stmt]:
+        if isinstance(stmt, ast.Return) and context.returned is not None:
+            return self._return(stmt, context)
+        if isinstance(stmt, ast.Break) and context.loop is not None:
+            context.loop.brk = context.loop.brk or self.names.fresh("broke")
+            context.exits.add(context.loop.brk)
+            return [_flag(context.loop.brk, True, stmt)]
+        if isinstance(stmt, ast.Continue) and context.loop is not None:
+            context.loop.cont = context.loop.cont or self.names.fresh("skip")
+            context.exits.add(context.loop.cont)
+            return [_flag(context.loop.cont, True, stmt)]
+        if isinstance(stmt, ast.If):
+            stmt = copy.copy(stmt)  # the parsed tree is cached and shared: never mutate it
+            stmt.body = self._block(stmt.body, context) or [ast.copy_location(ast.Pass(), stmt)]
+            stmt.orelse = self._block(stmt.orelse, context)
+            return [stmt]
+        if isinstance(stmt, ast.For | ast.While):
+            return self._loop(stmt, context)
+        return [stmt]
+
+    def _return(self, stmt: ast.Return, context: _Context) -> list[ast.stmt]:
+        out = []
+        if stmt.value is not None:
+            out.append(_set(context.result, stmt.value, stmt))
+        out.append(_flag(context.returned, True, stmt))
+        context.exits.add(context.returned)
+        return out
+
+    def _loop(self, stmt: ast.For | ast.While, context: _Context) -> list[ast.stmt]:
+        stmt = copy.copy(stmt)
+        flags = _LoopFlags()
+        inner = _Context(context.returned, context.result, flags, set())
+        body = self._block(stmt.body, inner)
+        returns_inside = context.returned in inner.exits
+        loop_exits = [f for f in (flags.brk,) if f] + ([context.returned] if returns_inside else [])
+        if flags.cont:
+            body.insert(0, _flag(flags.cont, False, stmt.body[0]))
+        if loop_exits:
+            brk = ast.copy_location(ast.Break(), stmt)
+            exit_test = ast.If(test=_any_flag(loop_exits, stmt), body=[brk], orelse=[])
+            body.append(ast.copy_location(exit_test, stmt))
+        stmt.body = body or [ast.copy_location(ast.Pass(), stmt)]
+        out: list[ast.stmt] = []
+        if flags.brk:
+            out.append(_flag(flags.brk, False, stmt))
+        orelse, stmt.orelse = stmt.orelse, []
+        out.append(stmt)
+        if orelse:
+            orelse = self._block(orelse, context)
+            if flags.brk:
+                test = ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=_name(flags.brk)), stmt)
+                out.append(ast.copy_location(ast.If(test=test, body=orelse, orelse=[]), orelse[0]))
+            else:
+                out.extend(orelse)
+        if returns_inside:
+            context.exits.add(context.returned)
+        return out
