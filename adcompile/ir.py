@@ -39,6 +39,18 @@ class Global:
 Atom = Var | Const | Global
 
 
+@dataclass(frozen=True)
+class Site:
+    """A line of another file (an inlined callee): its number, its text, and where it is."""
+
+    line: Line
+    text: str
+    where: str
+
+
+Line = int | Site
+
+
 @dataclass
 class Apply:
     """``target = primitive(*args)`` for a primitive that has a derivative rule.
@@ -51,7 +63,10 @@ class Apply:
     rule: Rule
     args: list[Atom]
     render: ast.expr  # the expression with operands replaced by placeholders ARG0, ARG1, ...
-    line: int
+    line: Line
+    # A user function with a user rule: its inlined body computes the value (no derivative
+    # flows through it; the rule gives the adjoint).
+    forward: list[Stmt] = field(default_factory=list)
 
 
 @dataclass
@@ -60,7 +75,7 @@ class Copy:
 
     target: str
     source: Atom
-    line: int
+    line: Line
 
 
 @dataclass
@@ -74,7 +89,7 @@ class Opaque:
     target: str
     expr: ast.expr
     reads: frozenset[str]
-    line: int
+    line: Line
     no_rule: Exception | None = None
 
 
@@ -85,7 +100,7 @@ class If:
     cond: str
     body: list[Stmt]
     orelse: list[Stmt]
-    line: int
+    line: Line
 
 
 @dataclass
@@ -103,7 +118,7 @@ class Loop:
     body: list[Stmt]
     back_edges: list[Copy]
     headers: list[str]
-    line: int
+    line: Line
     index: str | None = None
     bounds: list[Atom] = field(default_factory=list)
     test: ast.expr | None = None
@@ -120,7 +135,7 @@ class Return:
     """The function's single exit."""
 
     value: Atom
-    line: int
+    line: Line
 
 
 Stmt = Apply | Copy | Opaque | If | Loop | Return

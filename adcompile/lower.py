@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+from dataclasses import replace
 import math
 import operator
 import types
@@ -18,6 +19,7 @@ from collections.abc import Callable
 
 from . import messages
 from .astutil import walk
+from .calls import Binding, bind_arguments, check_cycle, relabel
 from .desugar import Desugar
 from .errors import AdcompileError, NoDerivativeError, UnsupportedSyntaxError
 from .ir import (
@@ -38,7 +40,7 @@ from .ir import (
 )
 from .names import NameTable, user_name_table
 from .rules import Rule, RuleTable, active_rules
-from .source import FunctionSource
+from .source import FunctionSource, StaticFunction, load_function
 
 BINARY_OPERATORS: dict[type[ast.operator], Callable[..., object]] = {
     ast.Add: operator.add,
@@ -79,18 +81,31 @@ _NEW_SCOPES = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, 
 class Lowerer:
     """Turns one function's AST into a ``CoreFunction``."""
 
-    def __init__(self, fs: FunctionSource, rules: RuleTable | None = None) -> None:
+    def __init__(
+        self, fs: FunctionSource, rules: RuleTable | None = None, parent: Lowerer | None = None
+    ) -> None:
         self.fs = fs
         self.rules = rules or active_rules()
-        self.names: NameTable = user_name_table(fs.node)
-        self.math_alias = "math"
-        self.uses_math = False
-        self.constants: dict[str, object] = {}
+        self.parent = parent
         self.env: dict[str, str] = {}
         self.block: list[Stmt] = []
         self.locals: set[str] = set()
         self.first_bound: set[str] = set()
-        self.temporaries: set[str] = set()
+        self.local_functions: dict[str, ast.FunctionDef | ast.Lambda] = {}
+        self.closure: Lowerer | None = None  # the enclosing function of a nested def/lambda
+        if parent is None:
+            self.names: NameTable = user_name_table(fs.node)
+            self.math_alias = "math"
+            self.constants: dict[str, object] = {}
+            self.constant_names: dict[tuple[int, str], str] = {}
+            self.temporaries: set[str] = set()
+            self.call_chain: list[FunctionSource] = [fs]
+        else:  # an inlined callee shares the caller's names and module-level state
+            self.names, self.math_alias = parent.names, parent.math_alias
+            self.constants, self.constant_names = parent.constants, parent.constant_names
+            self.temporaries = parent.temporaries
+            self.call_chain = [*parent.call_chain, fs]
+        self.uses_math = False
 
     # ----- entry point -------------------------------------------------------------------
     def lower(self) -> CoreFunction:
@@ -303,13 +318,16 @@ class Lowerer:
 
     def _version(self, name: str) -> str:
         """The name for a new assignment of ``name``: itself the first time, then fresh."""
-        if name not in self.env and name not in self.first_bound:
+        if self.parent is None and name not in self.env and name not in self.first_bound:
             self.first_bound.add(name)
             return name
         return self.names.fresh(name)
 
     def _bind(self, target: ast.expr, value: ast.expr) -> None:
         self._check_name_target(target)
+        if isinstance(value, ast.Lambda):  # `h = lambda a: ...`: a local function
+            self.local_functions[target.id] = value
+            return
         new = self._version(target.id)
         self._lower_into(value, new)
         self.env[target.id] = new
@@ -418,7 +436,15 @@ class Lowerer:
             self.block = outer
 
     def _expr_Call(self, node: ast.Call, target: str) -> None:
+        local = self._local_function(node.func)
+        if local is not None:
+            self._inline(node, target, local)
+            return
         callee, shown = self._callee(node.func)
+        user_source = self._user_function(callee)
+        if user_source is not None:
+            self._call_user_function(node, target, callee, user_source)
+            return
         if node.keywords:
             raise self._error(UnsupportedSyntaxError, node.keywords[0], messages.CALL_KEYWORDS)
         for arg in node.args:
@@ -436,6 +462,96 @@ class Lowerer:
         atoms = [self._atom(arg) for arg in args]
         shape = ast.Call(func=shown, args=[_placeholder(i) for i in range(len(atoms))], keywords=[])
         self._apply(node, target, callee, atoms, shape, rule)
+
+    # ----- calls to the user's functions ---------------------------------------------------
+    def _local_function(self, func: ast.expr) -> FunctionSource | None:
+        """A lambda or nested def of this function (or of an enclosing one) being called."""
+        scope: Lowerer | None = self
+        while scope is not None and isinstance(func, ast.Name):
+            node = scope.local_functions.get(func.id)
+            if node is not None:
+                name = _function_name(node, func.id)
+                return replace(scope.fs, node=node, name=name, defaults=(), enclosing=scope)
+            if func.id in scope.locals:
+                return None
+            scope = scope.closure
+        return None
+
+    def _user_function(self, callee: object) -> FunctionSource | None:
+        """The source of a user's Python function (not a builtin or C function)."""
+        if isinstance(callee, StaticFunction):
+            return callee.source()
+        if isinstance(callee, types.FunctionType):
+            if getattr(callee, "__module__", None) in ("math", "builtins"):
+                return None
+            return load_function(callee)
+        return None
+
+    def _call_user_function(
+        self, node: ast.Call, target: str, callee: object, fs: FunctionSource
+    ) -> None:
+        rule = self.rules.lookup(callee, len(fs.param_names()))
+        if rule is None:
+            self._inline(node, target, fs)
+            return
+        # A user rule overrides differentiating the body: the body only computes the value.
+        if node.keywords:
+            raise self._error(UnsupportedSyntaxError, node.keywords[0], messages.CALL_KEYWORDS)
+        atoms = [self._atom(arg) for arg in node.args]
+        if len(atoms) != rule.arity:
+            message = messages.wrong_arity(fs.name, len(atoms), [rule.arity])
+            raise self._error(UnsupportedSyntaxError, node, message)
+        call = ast.Call(func=node.func, args=[_atom_arg(a) for a in atoms], keywords=[])
+        forward = self._sub_block(lambda: self._inline(ast.copy_location(call, node), target, fs))
+        placeholders = [_placeholder(i) for i in range(len(atoms))]
+        shape = ast.Call(func=node.func, args=placeholders, keywords=[])
+        self.block.append(Apply(target, rule, atoms, shape, node.lineno, forward))
+
+    def _inline(self, node: ast.Call, target: str, fs: FunctionSource) -> None:
+        """Lower the callee's body in place, leaving its return value in ``target``."""
+        check_cycle(self.call_chain, fs, node)
+        callee = Lowerer(fs, self.rules, parent=self)
+        callee.closure = fs.enclosing
+        callee._check_signature(fs.node)
+        for binding in bind_arguments(node, fs, self.fs):
+            atom = self._argument_atom(binding, node)
+            name = self.names.fresh(binding.param)
+            self.block.append(Copy(name, atom, node.lineno))
+            callee.env[binding.param] = name
+        start = len(self.block)
+        callee.block = self.block
+        callee.lower_inline(target)
+        relabel(self.block[start:], fs)
+        self.uses_math |= callee.uses_math
+
+    def _argument_atom(self, binding: Binding, node: ast.Call) -> Atom:
+        if binding.expr is not None:
+            return self._atom(binding.expr)
+        if isinstance(binding.default, bool | int | float):
+            return Const(binding.default)
+        message = messages.default_not_number(binding.param, binding.default)
+        raise self._error(UnsupportedSyntaxError, node, message)
+
+    def lower_inline(self, target: str) -> None:
+        """Lower this (callee) function's body, its return value going to ``target``."""
+        body = self._function_body(self.fs.node)
+        self.locals = set(self.fs.param_names()) | assigned_names(body)
+        if not any(isinstance(n, ast.Return) for stmt in body for n in walk(stmt)):
+            where = body[-1] if body else self.fs.node
+            raise self._error(UnsupportedSyntaxError, where, messages.MISSING_RETURN)
+        body = Desugar(self.names).function_body(body)
+        self.locals |= assigned_names(body)
+        for stmt in body[:-1]:
+            self._statement(stmt)
+        last = body[-1]
+        if not isinstance(last, ast.Return) or last.value is None:
+            raise self._error(UnsupportedSyntaxError, last, messages.RETURN_NOTHING)
+        self._lower_into(last.value, target)
+
+    def _stmt_FunctionDef(self, stmt: ast.FunctionDef) -> None:
+        if stmt.decorator_list:
+            raise self._error(UnsupportedSyntaxError, stmt, messages.NESTED_DECORATOR)
+        self.local_functions[stmt.name] = stmt
 
     def _call_without_rule(self, node: ast.Call, target: str, callee: object, shown: str) -> None:
         name = ast.unparse(node.func)
@@ -476,11 +592,29 @@ class Lowerer:
             if node.id not in self.env:
                 raise self._error(UnsupportedSyntaxError, node, messages.unbound_local(node.id))
             return Var(self.env[node.id])
+        if self.closure is not None and node.id in self.closure.locals:
+            return self.closure._name_atom(node)  # a nested function reads its enclosing scope
         value = self._resolve_global(node)
         if isinstance(value, bool | int | float):
-            self.constants[node.id] = value
-            return Global(ast.Name(id=node.id, ctx=ast.Load()), node.id)
+            name = self._constant_name(node.id, value)
+            return Global(ast.Name(id=name, ctx=ast.Load()), name)
         raise self._error(UnsupportedSyntaxError, node, messages.global_not_number(node.id, value))
+
+    def _constant_name(self, name: str, value: object) -> str:
+        """The module-level name of a constant; an inlined callee's may need renaming."""
+        key = (id(self.fs.namespace), name)
+        if key in self.constant_names:
+            return self.constant_names[key]
+        if self.parent is not None and (
+            name in self.names.taken and self.constants.get(name, object()) != value
+        ):
+            chosen = self.names.fresh(name)
+        else:
+            chosen = name
+            self.names.reserve(name)
+        self.constant_names[key] = chosen
+        self.constants[chosen] = value
+        return chosen
 
     def _resolve_global(self, node: ast.Name) -> object:
         try:
@@ -590,6 +724,14 @@ class _OpaqueRewriter(ast.NodeTransformer):
         if message is not None:
             raise self.lowerer._error(UnsupportedSyntaxError, node, message)
         return super().generic_visit(node)
+
+
+def _function_name(node: ast.FunctionDef | ast.Lambda, bound_to: str) -> str:
+    return node.name if isinstance(node, ast.FunctionDef) else bound_to
+
+
+def _atom_arg(atom: Atom) -> ast.expr:
+    return atom_expr(atom)
 
 
 def _split_exit_test(body: list[ast.stmt]) -> tuple[list[ast.stmt], ast.If | None]:

@@ -38,6 +38,7 @@ ATTRIBUTE_ACCESS = (
     "attribute access is supported only on modules (`math.pi`, `math.sin`); "
     "pass the value as a parameter instead"
 )
+NESTED_DECORATOR = "decorators on nested functions are not supported"
 BOOLOP_VALUE = (
     "`and`/`or` used as a value has no derivative; use them only in tests, "
     "and choose a value with `a if cond else b`"
@@ -57,7 +58,6 @@ UNSUPPORTED_STATEMENTS: dict[type[ast.stmt], str] = {
     ast.AsyncWith: "`async with` cannot be differentiated",
     ast.Global: "`global` is not supported: pass the value in as a parameter",
     ast.Nonlocal: "`nonlocal` is not supported: pass the value in as a parameter",
-    ast.FunctionDef: "nested `def` is not supported yet; define the helper at module level",
     ast.AsyncFunctionDef: "nested `async def` is not supported",
     ast.ClassDef: "class definitions inside the function are not supported",
     ast.Delete: "`del` is not supported; simply stop using the name",
@@ -149,6 +149,39 @@ def missing_attribute(module: object, attr: str) -> str:
 def unknown_module(name: str) -> str:
     """A module adcompile does not know how to name in generated code."""
     return f"module `{name}` is not supported; adcompile knows `math` (and the builtins)"
+
+
+def too_many_arguments(name: str, params: list[str]) -> str:
+    """A call with more positional arguments than parameters."""
+    return f"`{name}` takes {len(params)} argument(s) ({', '.join(params)}); too many given"
+
+
+def unknown_keyword(name: str, keyword: str, params: list[str]) -> str:
+    """A keyword argument that names no parameter."""
+    return f"`{name}` has no parameter `{keyword}` (parameters: {', '.join(params)})"
+
+
+def duplicate_argument(name: str, param: str) -> str:
+    """A parameter given both positionally and by keyword."""
+    return f"`{name}` got two values for parameter `{param}`"
+
+
+def missing_argument(name: str, param: str) -> str:
+    """A parameter without argument or default."""
+    return f"the call to `{name}` gives no value for parameter `{param}`"
+
+
+def recursion(cycle: list[str]) -> str:
+    """A recursive call chain."""
+    return (
+        f"recursive call {' -> '.join(cycle)}: adcompile inlines calls, so recursion is not "
+        "supported; rewrite it as a loop"
+    )
+
+
+def default_not_number(param: str, value: object) -> str:
+    """A default value that cannot be used in differentiated code."""
+    return f"the default of `{param}` is {value!r}; only numbers can be passed here"
 
 
 def wrong_arity(name: str, given: int, arities: list[int]) -> str:

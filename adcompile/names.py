@@ -35,6 +35,12 @@ def identifiers(tree: ast.AST) -> set[str]:
     return found
 
 
+def _adjoint_like(name: str, prefix: str) -> bool:
+    # An adjoint name is prefix + identifier; `b_1` (a renamed `b`) can never be one.
+    rest = name[len(prefix) :]
+    return name.startswith(prefix) and rest[:1].isidentifier()
+
+
 class NameTable:
     """Allocates fresh identifiers; remembers every name in use."""
 
@@ -76,7 +82,7 @@ class NameTable:
     def prefix_free(self, candidates: Iterable[str]) -> str:
         """The first prefix with which no name in use starts."""
         for prefix in candidates:
-            if not any(name.startswith(prefix) for name in self.taken):
+            if not any(_adjoint_like(name, prefix) for name in self.taken):
                 return prefix
         k = 1
         while any(name.startswith(f"adj{k}_") for name in self.taken):

@@ -12,8 +12,9 @@ difference at several times the working precision, with a step far below any rea
 distance to a kink), and ``assert_grad_matches_mp`` compares ``adcompile.grad`` with it.
 
 Limits: ``//`` and ``divmod`` on a perturbed value fail (mpmath's ``mpf`` has no floor
-division); ``isinstance(v, float)`` is false for mpmath numbers; a ``math`` function without an
-mpmath equivalent here refuses mpmath arguments (TypeError) instead of silently rounding them.
+division); ``type(v) is float`` is false for the stand-in ``float`` (``isinstance`` works); a
+``math`` function without an mpmath equivalent here refuses mpmath arguments (TypeError)
+instead of silently rounding them.
 """
 
 from __future__ import annotations
@@ -211,12 +212,28 @@ _MATH_OBJECTS: dict[int, tuple[object, object]] = {
 }
 
 
-def _mp_float(x: object = 0.0) -> Any:
-    """The builtin ``float``, except that mpmath numbers stay mpmath numbers."""
-    return mpmath.mpf(x) if _is_mp(x) else float(x)  # type: ignore[arg-type]
+class _FloatMeta(type):
+    """Makes ``isinstance(v, MpFloat)`` true for floats and mpmath reals alike."""
+
+    def __instancecheck__(cls, instance: object) -> bool:
+        return isinstance(instance, float) or _is_mp(instance)
+
+    def __subclasscheck__(cls, subclass: type) -> bool:
+        return issubclass(subclass, float | _MP_REALS[0] | _MP_REALS[1])
 
 
-BUILTIN_SHIMS: dict[str, object] = {"float": _mp_float}
+class MpFloat(metaclass=_FloatMeta):
+    """Stands in for the builtin ``float``: mpmath numbers stay mpmath numbers.
+
+    ``float(v)`` and ``isinstance(v, float)`` behave as in the float run; only an identity test
+    such as ``type(v) is float`` can tell the difference.
+    """
+
+    def __new__(cls, x: object = 0.0) -> Any:  # type: ignore[misc]
+        return mpmath.mpf(x) if _is_mp(x) else float(x)  # type: ignore[arg-type]
+
+
+BUILTIN_SHIMS: dict[str, object] = {"float": MpFloat}
 
 
 # --- rebuilding functions over the shims ---------------------------------------------------------

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from .astutil import names_in
 from .errors import UnsupportedSyntaxError
-from .ir import CoreFunction
+from .ir import CoreFunction, Site
 from .reverse import FORWARD
 from .source import FunctionSource
 
@@ -61,6 +61,8 @@ class _Comments:
 def _block_comment(stmt: ast.stmt, fs: FunctionSource) -> str:
     line = stmt.adcompile_line
     what = "line" if stmt.adcompile_sweep == FORWARD else "adjoint of line"
+    if isinstance(line, Site):  # inlined from another function
+        return f"{what} {line.line} of {line.where}: {line.text}"
     return f"{what} {line}: {fs.source_line(line)}"
 
 

@@ -176,7 +176,9 @@ def forward_sweep(block: list[Stmt], records: Records | None = None) -> list[ast
     records = records if records is not None else Records()
     out: list[ast.stmt] = []
     for stmt in block:
-        if isinstance(stmt, Apply):
+        if isinstance(stmt, Apply) and stmt.forward:
+            out += forward_sweep(stmt.forward, records)
+        elif isinstance(stmt, Apply):
             value = fill_placeholders(stmt.render, [atom_expr(a) for a in stmt.args])
             out.append(assign(stmt.target, value, stmt.line, FORWARD))
         elif isinstance(stmt, Copy):

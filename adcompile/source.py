@@ -11,6 +11,7 @@ import ast
 import builtins
 import importlib
 import linecache
+import os
 import types
 from collections import ChainMap
 from collections.abc import Mapping
@@ -38,6 +39,7 @@ class FunctionSource:
     name: str
     defaults: tuple[object, ...] = ()
     origin: object = field(default=None, repr=False)
+    enclosing: object = field(default=None, repr=False)  # lowering scope of a nested def
 
     def locate(self, node: ast.AST) -> Location:
         """Return the location of ``node`` in the user's file."""
@@ -46,6 +48,10 @@ class FunctionSource:
     def error(self, cls: type[AdcompileError], node: ast.AST, message: str) -> AdcompileError:
         """Build an error of class ``cls`` pointing at ``node``."""
         return cls(message, self.locate(node))
+
+    def short_filename(self) -> str:
+        """The file's base name, for comments in generated code."""
+        return os.path.basename(self.filename)
 
     def param_names(self) -> list[str]:
         """Return the positional parameter names, in order."""
@@ -111,6 +117,26 @@ def _closure_values(fn: types.FunctionType) -> dict[str, object]:
     return values
 
 
+@dataclass(frozen=True, eq=False)
+class StaticFunction:
+    """A top-level function of a file read without running it (the CLI's static mode)."""
+
+    node: ast.FunctionDef
+    filename: str
+    lines: list[str]
+    namespace: Mapping[str, object]
+
+    def __repr__(self) -> str:
+        return f"<function {self.node.name} of {os.path.basename(self.filename)} (not run)>"
+
+    def source(self) -> FunctionSource:
+        """The function as a FunctionSource, resolving names in its own file."""
+        defaults = tuple(_literal(d) for d in self.node.args.defaults)
+        return FunctionSource(
+            self.node, self.filename, self.lines, self.namespace, self.node.name, defaults
+        )
+
+
 def load_function(fn: object) -> FunctionSource:
     """Load a live Python function: its AST (real positions) and its visible names."""
     if not isinstance(fn, types.FunctionType):
@@ -162,10 +188,12 @@ def _literal(node: ast.expr) -> object | None:
     return value if isinstance(value, int | float | tuple) else None
 
 
-def static_namespace(tree: ast.Module) -> dict[str, object]:
+def static_namespace(tree: ast.Module, filename: str = "", lines: list[str] = ()) -> dict[str, object]:
     """Names a file defines at module level, resolved without running it."""
     names: dict[str, object] = dict(vars(builtins))
     for stmt in tree.body:
+        if isinstance(stmt, ast.FunctionDef):
+            names[stmt.name] = StaticFunction(stmt, filename, list(lines), names)
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
                 module = _static_import(alias.name)
@@ -217,7 +245,7 @@ def load_from_file(path: str, func_name: str) -> FunctionSource:
         node=node,
         filename=filename,
         lines=lines,
-        namespace=static_namespace(tree),
+        namespace=static_namespace(tree, filename, lines),
         name=func_name,
         defaults=defaults,
     )

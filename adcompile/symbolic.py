@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import UnsupportedSyntaxError
-from .source import FunctionSource, load_function
+from .source import FunctionSource, StaticFunction, load_function
 
 if TYPE_CHECKING:
     import sympy
@@ -559,17 +559,20 @@ class _Executor:
             )
         primal = self._python_object(node.func, env)
         args = [self.expr(arg, env) for arg in node.args]
-        if sympy_counterpart(primal, len(args)) is None and isinstance(primal, types.FunctionType):
+        user_function = isinstance(primal, types.FunctionType | StaticFunction)
+        if sympy_counterpart(primal, len(args)) is None and user_function:
             return self._inline(primal, args, node)
         return self._apply(primal, args, node)
 
-    def _inline(self, fn: types.FunctionType, args: list[Any], node: ast.Call) -> sympy.Expr:
+    def _inline(
+        self, fn: types.FunctionType | StaticFunction, args: list[Any], node: ast.Call
+    ) -> sympy.Expr:
         """Execute a call of another user function on the symbolic arguments."""
         if self.depth >= MAX_INLINE_DEPTH:
             raise self.fs.error(
                 UnsupportedSyntaxError, node, "calls nest too deeply (recursion?) for the reference"
             )
-        callee = load_function(fn)
+        callee = fn.source() if isinstance(fn, StaticFunction) else load_function(fn)
         params = _check_signature(callee)
         missing = params[len(args) :]
         defaults = _defaults(params, callee.defaults)

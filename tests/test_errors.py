@@ -20,13 +20,16 @@ CASES = [
     ("try:\n    x = x * 2\nexcept Exception:\n    pass\nreturn x", "try", U, "`try`"),
     ("with open('f') as h:\n    x = x * 2\nreturn x", "with", U, "`with`"),
     ("global G\nreturn x", "global", U, "`global`"),
-    ("def h(a):\n    return a\nreturn h(x)", "def h", U, "nested `def`"),
+    ("@deco\ndef h(a):\n    return a\nreturn h(x)", "def h", U, "decorators on nested"),
     ("class C:\n    pass\nreturn x", "class", U, "class definitions"),
     ("z = x\ndel z\nreturn x", "del", U, "`del`"),
     ("raise ValueError()\nreturn x", "raise", U, "`raise`"),
     ("assert x > 0\nreturn x", "assert", U, "`assert`"),
     ("import math\nreturn x", "import", U, "imports inside"),
-    ("h = lambda a: a * 2\nreturn h(x)", "lambda", U, "`lambda`"),
+    ("return (lambda a: a * 2)(x)", "lambda a", U, "only calls to named functions"),
+    ("return helper(x, *[y])", "*[y]", U, "`*args`"),
+    ("return helper(x, c=y)", "c=y", U, "no parameter `c`"),
+    ("return helper()", "helper()", U, "no value for parameter `a`"),
     ("z = [x * i for i in range(3)]\nreturn x", "[x", U, "list comprehensions"),
     ("return sum(x * i for i in range(3))", "sum", N, "`sum` is a builtin"),
     ("yield x\nreturn x", "yield", U, "`yield`"),
@@ -44,7 +47,7 @@ CASES = [
     ("return ~x", "~x", U, "`~`"),
     ("return x * 'a'", "'a'", U, "not a number"),
     ("return x * 1j", "1j", U, "not a number"),
-    ("return helper(x)", "helper", N, "no derivative rule for `helper`"),
+    ("return crc32(x)", "crc32", N, "`crc32` is a builtin with no derivative rule"),
     ("print(x)\nreturn x", "print", U, "expression statement"),
     ("return round(x) * y", "round", N, "`round` has no derivative"),
     ("return (x or y) * 2.0", "x or y", N, "`and`/`or`"),
@@ -63,7 +66,8 @@ CASES = [
 
 
 def _case_module(tmp_path, body: str):
-    header = "import math\nNAME = 'text'\n\n\ndef helper(a):\n    return a\n\n\n"
+    header = "import math\nfrom zlib import crc32\nNAME = 'text'\n\n\ndef helper(a):\n    return a\n\n\n"
+    header += "def rec(a):\n    return rec(a - 1) if a > 0 else a\n\n\n"
     text = header + "def f(x, y):\n" + textwrap.indent(body, "    ") + "\n"
     return module_from_source(tmp_path, text), text
 
@@ -136,3 +140,24 @@ def test_error_on_the_path_depends_on_wrt(tmp_path):
     module, _ = _case_module(tmp_path, "return x * math.floor(y)")
     with pytest.raises(NoDerivativeError, match=r"math\.floor"):
         grad(module.f, wrt="y")
+
+
+def test_recursion_is_rejected_at_the_recursive_call(tmp_path):
+    module = module_from_source(
+        tmp_path,
+        """
+        def even(n, x):
+            return x if n <= 0 else odd(n - 1, x)
+
+
+        def odd(n, x):
+            return -x if n <= 0 else even(n - 1, x)
+
+
+        def f(x):
+            return even(3, x) * x
+        """,
+    )
+    with pytest.raises(UnsupportedSyntaxError, match="recursive call even -> odd -> even") as info:
+        grad(module.f)
+    assert str(info.value).startswith(f"{module.__file__}:7:30: ")

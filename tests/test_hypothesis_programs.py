@@ -36,8 +36,8 @@ OPERAND_LIMIT = 4.0
 MAX_STATEMENTS = 40
 # Expanded size (roughly, nodes of the program as one expression tree) a value may reach;
 # SymPy's cost grows with it, and a chain of reuses would otherwise grow it exponentially.
-MAX_SIZE = 60
-POINTS_PER_PROGRAM = 3
+MAX_SIZE = 24
+POINTS_PER_PROGRAM = 2
 RTOL, ATOL = 1e-7, 1e-9
 
 PARAM_NAMES = ("x", "y", "z", "w")
@@ -97,10 +97,10 @@ def spell(draw: Draw, name: str) -> str:
 
 
 def bounded(draw: Draw, value: Value) -> Value:
-    """``value`` itself if its bound is small, else squashed through tanh."""
+    """``value`` itself if its bound is small, else squashed through atan."""
     if value.bound <= OPERAND_LIMIT:
         return value
-    return Value(f"{spell(draw, 'tanh')}({value.text})", 1.0, value.size + 1)
+    return Value(f"{spell(draw, 'atan')}({value.text})", 1.6, value.size + 1)
 
 
 def positive(value: Value, offset: float) -> Value:
@@ -112,7 +112,7 @@ def positive(value: Value, offset: float) -> Value:
 
 def unit(draw: Draw, value: Value) -> Value:
     """An expression of ``value`` inside [-0.9, 0.9]."""
-    return Value(f"{spell(draw, 'tanh')}({value.text}) * 0.9", 0.9, value.size + 1)
+    return Value(f"{spell(draw, 'sin')}({value.text}) * 0.9", 0.9, value.size + 1)
 
 
 def call(draw: Draw, name: str, *args: Value, bound: float) -> Value:

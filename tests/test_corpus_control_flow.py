@@ -1,0 +1,331 @@
+"""Differential tests of control flow and calls (issue 3) against the mpmath reference.
+
+Each feature group of ``tests.corpus.control_flow`` has its own parametrized test, named after
+the group, so features can be enabled one at a time::
+
+    pytest tests/test_corpus_control_flow.py -k if_statements
+    pytest tests/test_corpus_control_flow.py -k "for_range or while_loops"
+
+The ids of the cross-cutting tests (standalone source) start with the group name too, so
+``-k if_statements`` selects everything about ``if``. The checks of the corpus itself
+(``test_corpus_*``) need no compiler: they run the functions as plain Python and compare the
+mpmath reference with float finite differences, which proves the points are away from kinks.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+import textwrap
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adcompile import UnsupportedSyntaxError, grad
+from adcompile.reference import (
+    assert_grad_matches_mp,
+    positional_params,
+    reference_gradient_mp,
+    resolve_wrt,
+)
+from tests.corpus.control_flow import (
+    CLOSURES_LAMBDAS,
+    CYCLES,
+    EARLY_RETURNS,
+    FOR_RANGE,
+    GROUPS,
+    HELPER_CALLS,
+    IF_STATEMENTS,
+    ITERATION_FORMS,
+    RECORD_FREE,
+    RECURSIVE,
+    WHILE_LOOPS,
+    if_elif_else,
+    if_nested,
+    if_sequential,
+    if_simple,
+    range_one_arg,
+    sine_map_100,
+)
+from tests.corpus.straight_line import CORPUS as STRAIGHT_LINE
+from tests.helpers import function_from_source
+
+Entry = tuple[Callable[..., Any], list[dict[str, Any]], Any]
+
+MIN_CORPUS_SIZE = 70
+MILLION = 10**6
+
+
+def cases(entries: Sequence[Entry], group: str = "") -> list[Any]:
+    """pytest params for corpus entries, with ids ``group-function`` (or just the function)."""
+    return [
+        pytest.param(fn, points, wrt, id=f"{group}-{fn.__name__}" if group else fn.__name__)
+        for fn, points, wrt in entries
+    ]
+
+
+def all_cases() -> list[Any]:
+    """Every entry of every feature group, ids prefixed with the group name."""
+    return [case for group, entries in GROUPS.items() for case in cases(entries, group)]
+
+
+def wrt_names(fn: Callable[..., Any], wrt: Any) -> list[str]:
+    """The parameter names ``wrt`` selects, as grad reads it."""
+    return resolve_wrt(positional_params(fn), wrt, fn.__name__)[0]
+
+
+def call_args(fn: Callable[..., Any], point: dict[str, Any]) -> list[Any]:
+    """A point as positional arguments in parameter order."""
+    return [point[name] for name in positional_params(fn)]
+
+
+def generated_function(source: str, name: str) -> ast.FunctionDef:
+    """The generated function ``name`` in a dumped module."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return node
+    raise AssertionError(f"no function {name} in the generated source:\n{source}")
+
+
+def count(node: ast.AST, kind: type[ast.AST]) -> int:
+    """How many nodes of ``kind`` are under ``node``."""
+    return sum(isinstance(n, kind) for n in ast.walk(node))
+
+
+def is_reversed_range(node: ast.expr) -> bool:
+    """True for ``reversed(range(...))``."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "reversed"
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Call)
+        and isinstance(node.args[0].func, ast.Name)
+        and node.args[0].func.id == "range"
+    )
+
+
+def same_float(a: object, b: object) -> bool:
+    """Equal, counting nan as equal to nan."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
+
+
+# --- the corpus itself (no compiler needed) -----------------------------------------------------
+
+
+def test_corpus_is_large_with_unique_names() -> None:
+    entries = [entry for group in GROUPS.values() for entry in group]
+    names = [fn.__name__ for fn, _, _ in entries + RECURSIVE]
+    assert len(entries) >= MIN_CORPUS_SIZE
+    assert len(names) == len(set(names)), "corpus functions need unique names (test ids)"
+    assert all(GROUPS.values()), "every feature group needs functions"
+    assert set(CYCLES) == {fn.__name__ for fn, _, _ in RECURSIVE}
+
+
+@pytest.mark.parametrize(("fn", "points", "wrt"), all_cases() + cases(RECURSIVE, "recursive"))
+def test_corpus_entry_is_well_formed(
+    fn: Callable[..., Any], points: list[dict[str, Any]], wrt: Any
+) -> None:
+    params = positional_params(fn)
+    names = wrt_names(fn, wrt)
+    assert 3 <= len(points) <= 4
+    for point in points:
+        assert set(point) == set(params), f"{point} must give every parameter of {params}"
+        for name in names:
+            assert type(point[name]) is float, f"{name} is differentiated, so must be a float"
+
+
+@pytest.mark.parametrize(("fn", "points", "wrt"), all_cases() + cases(RECURSIVE, "recursive"))
+def test_corpus_runs_as_plain_python(
+    fn: Callable[..., Any], points: list[dict[str, Any]], wrt: Any
+) -> None:
+    for point in points:
+        value = fn(*call_args(fn, point))
+        assert isinstance(value, float | int) and math.isfinite(value), (point, value)
+
+
+@pytest.mark.parametrize(("fn", "points", "wrt"), all_cases())
+def test_corpus_points_are_away_from_kinks(
+    fn: Callable[..., Any], points: list[dict[str, Any]], wrt: Any
+) -> None:
+    """The reference agrees with float central differences: no branch flips within 1e-6."""
+    names = wrt_names(fn, wrt)
+    for point in points:
+        reference = reference_gradient_mp(fn, point, names)
+        for name in names:
+            h = 1e-6 * max(1.0, abs(point[name]))
+            up = fn(*call_args(fn, {**point, name: point[name] + h}))
+            down = fn(*call_args(fn, {**point, name: point[name] - h}))
+            difference = (up - down) / (2.0 * h)
+            assert math.isfinite(reference[name])
+            assert math.isclose(difference, reference[name], rel_tol=1e-5, abs_tol=1e-6), (
+                f"d/d{name} at {point}: mpmath {reference[name]!r}, finite difference "
+                f"{difference!r} -- is the point near a kink?"
+            )
+
+
+# --- gradients against the reference, one test per feature group -------------------------------
+
+
+@pytest.mark.parametrize(("fn", "points", "wrt"), cases(IF_STATEMENTS))
+def test_if_statements(fn: Callable[..., Any], points: list[dict[str, Any]], wrt: Any) -> None:
+    assert_grad_matches_mp(fn, points, wrt)
+
+
+@pytest.mark.parametrize(("fn", "points", "wrt"), cases(EARLY_RETURNS))
+def test_early_returns(fn: Callable[..., Any], points: list[dict[str, Any]], wrt: Any) -> None:
+    assert_grad_matches_mp(fn, points, wrt)
+
+
+@pytest.mark.parametrize(("fn", "points", "wrt"), cases(FOR_RANGE))
+def test_for_range(fn: Callable[..., Any], points: list[dict[str, Any]], wrt: Any) -> None:
+    assert_grad_matches_mp(fn, points, wrt)
+
+
+@pytest.mark.parametrize(("fn", "points", "wrt"), cases(WHILE_LOOPS))
+def test_while_loops(fn: Callable[..., Any], points: list[dict[str, Any]], wrt: Any) -> None:
+    assert_grad_matches_mp(fn, points, wrt)
+
+
+@pytest.mark.parametrize(("fn", "points", "wrt"), cases(HELPER_CALLS))
+def test_helper_calls(fn: Callable[..., Any], points: list[dict[str, Any]], wrt: Any) -> None:
+    assert_grad_matches_mp(fn, points, wrt)
+
+
+@pytest.mark.parametrize(("fn", "points", "wrt"), cases(CLOSURES_LAMBDAS))
+def test_closures_lambdas(fn: Callable[..., Any], points: list[dict[str, Any]], wrt: Any) -> None:
+    assert_grad_matches_mp(fn, points, wrt)
+
+
+@pytest.mark.parametrize(("fn", "points", "wrt"), cases(ITERATION_FORMS))
+def test_iteration_forms(fn: Callable[..., Any], points: list[dict[str, Any]], wrt: Any) -> None:
+    assert_grad_matches_mp(fn, points, wrt)
+
+
+@pytest.mark.parametrize(("fn", "points", "wrt"), cases(RECURSIVE))
+def test_recursion_is_rejected_naming_the_cycle(
+    fn: Callable[..., Any], points: list[dict[str, Any]], wrt: Any
+) -> None:
+    with pytest.raises(UnsupportedSyntaxError) as info:
+        grad(fn, wrt=wrt)
+    message = str(info.value)
+    for name in CYCLES[fn.__name__]:
+        assert name in message, f"the error should name {name} (the cycle): {message}"
+
+
+# --- the generated source ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("fn", "points", "wrt"), all_cases())
+def test_standalone_source(fn: Callable[..., Any], points: list[dict[str, Any]], wrt: Any) -> None:
+    """The dumped module runs in a fresh namespace and computes what grad computes."""
+    compiled = grad(fn, wrt=wrt)
+    namespace: dict[str, Any] = {"__name__": "dumped"}
+    exec(compile(compiled.source, f"<dumped {fn.__name__}>", "exec"), namespace)
+    standalone = namespace[compiled.__name__]
+    for point in points:
+        args = call_args(fn, point)
+        expected, got = compiled(*args), standalone(*args)
+        pairs = (
+            zip(expected, got, strict=True) if isinstance(expected, tuple) else [(expected, got)]
+        )
+        assert all(same_float(a, b) for a, b in pairs), (point, expected, got)
+
+
+@pytest.mark.parametrize("fn", [if_simple, if_elif_else, if_nested, if_sequential])
+def test_if_statements_keep_if_in_both_sweeps(fn: Callable[..., Any]) -> None:
+    compiled = grad(fn, wrt=0)
+    primal_ifs = count(ast.parse(textwrap.dedent(inspect.getsource(fn))), ast.If)
+    generated = generated_function(compiled.source, compiled.__name__)
+    assert count(generated, ast.If) >= 2 * primal_ifs, compiled.source
+
+
+def literal_loop_source(iterations: int) -> str:
+    """A function whose loop count is a literal in its source."""
+    return textwrap.dedent(
+        f"""
+        import math
+
+
+        def f(x, a):
+            for i in range({iterations}):
+                x = x - 0.1 * math.sin(x) * a + 0.01 * i
+            return x
+        """
+    )
+
+
+def test_for_range_loop_is_not_unrolled(tmp_path: Path) -> None:
+    sources = {}
+    for iterations in (3, 30, 3000):
+        fn = function_from_source(tmp_path, literal_loop_source(iterations))
+        compiled = grad(fn)
+        assert "reversed(range(" in compiled.source
+        generated = generated_function(compiled.source, compiled.__name__)
+        loops = [node for node in ast.walk(generated) if isinstance(node, ast.For)]
+        assert len(loops) >= 2 and any(is_reversed_range(loop.iter) for loop in loops)
+        sources[iterations] = compiled.source
+    line_counts = {n: len(text.splitlines()) for n, text in sources.items()}
+    assert len(set(line_counts.values())) == 1, line_counts
+
+
+@pytest.mark.parametrize("fn", [range_one_arg, sine_map_100])
+def test_for_range_corpus_loops_have_a_reversed_loop(fn: Callable[..., Any]) -> None:
+    compiled = grad(fn, wrt=0)
+    generated = generated_function(compiled.source, compiled.__name__)
+    assert any(
+        isinstance(node, ast.For) and is_reversed_range(node.iter) for node in ast.walk(generated)
+    ), compiled.source
+
+
+@pytest.mark.parametrize("fn", [fn for fn, _ in STRAIGHT_LINE], ids=lambda fn: fn.__name__)
+def test_straight_line_code_records_nothing(fn: Callable[..., Any]) -> None:
+    assert ".append(" not in grad(fn).source
+
+
+@pytest.mark.parametrize("fn", RECORD_FREE, ids=lambda fn: f"for_range-{fn.__name__}")
+def test_for_range_loop_needing_nothing_records_nothing(fn: Callable[..., Any]) -> None:
+    compiled = grad(fn, wrt=0)
+    assert ".append(" not in compiled.source, compiled.source
+
+
+# --- a million iterations ------------------------------------------------------------------------
+
+
+def million_step_decay(x, n):
+    """A million steps of x <- x - 1e-6 x^2: the adjoint needs every x."""
+    for _ in range(n):
+        x = x - 1e-6 * x * x
+    return x
+
+
+def million_step_sum(x, n):
+    """A million steps of a sum whose adjoint needs nothing recorded."""
+    s = 0.0
+    for i in range(n):
+        s = s + x * 1e-6 + i * 1e-12
+    return s
+
+
+def decay_derivative(x: float, n: int) -> float:
+    """d/dx of million_step_decay by forward-mode chain rule, in plain Python."""
+    derivative = 1.0
+    for _ in range(n):
+        derivative *= 1.0 - 2e-6 * x
+        x = x - 1e-6 * x * x
+    return derivative
+
+
+def test_for_range_million_iterations_with_recorded_values() -> None:
+    derivative = grad(million_step_decay, wrt="x")(0.8, MILLION)
+    assert math.isclose(derivative, decay_derivative(0.8, MILLION), rel_tol=1e-9)
+
+
+def test_for_range_million_iterations_record_free() -> None:
+    derivative = grad(million_step_sum, wrt="x")(0.8, MILLION)
+    assert math.isclose(derivative, 1.0, rel_tol=1e-9)
