@@ -6,13 +6,18 @@ pass and then the adjoint sweep, one readable line per chain-rule step.
 
 from .api import dump, grad, value_and_grad
 from .errors import AdcompileError, NoDerivativeError, UnsupportedSyntaxError
+from .rules.registry import RuleError
+from .rules.user import derivative, rule_scope
 
 __all__ = [
     "AdcompileError",
     "NoDerivativeError",
+    "RuleError",
     "UnsupportedSyntaxError",
+    "derivative",
     "dump",
     "grad",
+    "rule_scope",
     "value_and_grad",
 ]
 __version__ = "0.1.0"

@@ -11,11 +11,11 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
-from dataclasses import replace
 import math
 import operator
 import types
 from collections.abc import Callable
+from dataclasses import replace
 
 from . import messages
 from .astutil import walk
@@ -124,7 +124,14 @@ class Lowerer:
         for name in params:
             self.env[name] = name
         output = self.names.fresh(_output_stem(self.fs.name, params))
-        self._lower_body(body, output)
+        own_rule = self._own_rule(params)
+        if own_rule is not None:
+            self.call_chain = []  # the body is lowered once more, as the rule's forward part
+            atoms: list[Atom] = [Var(p) for p in params]
+            self._apply_user_rule(node, output, self.fs, atoms, own_rule)
+            self.block.append(Return(Var(output), self.block[-1].line))
+        else:
+            self._lower_body(body, output)
         return CoreFunction(
             name=self.fs.name,
             params=params,
@@ -136,6 +143,11 @@ class Lowerer:
             names=self.names,
             temporaries=self.temporaries,
         )
+
+    def _own_rule(self, params: list[str]) -> Rule | None:
+        """A user rule registered for the very function being differentiated."""
+        origin = self.fs.origin
+        return self.rules.lookup(origin, len(params)) if origin is not None else None
 
     def _choose_math_alias(self) -> str:
         # The user's own `math`, when it is the math module, can keep its name.
@@ -494,30 +506,41 @@ class Lowerer:
         if rule is None:
             self._inline(node, target, fs)
             return
-        # A user rule overrides differentiating the body: the body only computes the value.
         if node.keywords:
             raise self._error(UnsupportedSyntaxError, node.keywords[0], messages.CALL_KEYWORDS)
         atoms = [self._atom(arg) for arg in node.args]
         if len(atoms) != rule.arity:
             message = messages.wrong_arity(fs.name, len(atoms), [rule.arity])
             raise self._error(UnsupportedSyntaxError, node, message)
-        call = ast.Call(func=node.func, args=[_atom_arg(a) for a in atoms], keywords=[])
-        forward = self._sub_block(lambda: self._inline(ast.copy_location(call, node), target, fs))
+        self._apply_user_rule(node, target, fs, atoms, rule)
+
+    def _apply_user_rule(
+        self, node: ast.AST, target: str, fs: FunctionSource, atoms: list[Atom], rule: Rule
+    ) -> None:
+        # A user rule overrides differentiating the body: the body only computes the value.
+        forward = self._sub_block(lambda: self._inline(node, target, fs, atoms))
         placeholders = [_placeholder(i) for i in range(len(atoms))]
-        shape = ast.Call(func=node.func, args=placeholders, keywords=[])
+        shape = ast.Call(func=ast.Name(id=fs.name, ctx=ast.Load()), args=placeholders, keywords=[])
         self.block.append(Apply(target, rule, atoms, shape, node.lineno, forward))
 
-    def _inline(self, node: ast.Call, target: str, fs: FunctionSource) -> None:
+    def _inline(
+        self, node: ast.AST, target: str, fs: FunctionSource, atoms: list[Atom] | None = None
+    ) -> None:
         """Lower the callee's body in place, leaving its return value in ``target``."""
         check_cycle(self.call_chain, fs, node)
         callee = Lowerer(fs, self.rules, parent=self)
         callee.closure = fs.enclosing
         callee._check_signature(fs.node)
-        for binding in bind_arguments(node, fs, self.fs):
-            atom = self._argument_atom(binding, node)
-            name = self.names.fresh(binding.param)
+        if atoms is None:
+            bound = [
+                (b.param, self._argument_atom(b, node)) for b in bind_arguments(node, fs, self.fs)
+            ]
+        else:
+            bound = list(zip(fs.param_names(), atoms, strict=True))
+        for param, atom in bound:
+            name = self.names.fresh(param)
             self.block.append(Copy(name, atom, node.lineno))
-            callee.env[binding.param] = name
+            callee.env[param] = name
         start = len(self.block)
         callee.block = self.block
         callee.lower_inline(target)
@@ -728,10 +751,6 @@ class _OpaqueRewriter(ast.NodeTransformer):
 
 def _function_name(node: ast.FunctionDef | ast.Lambda, bound_to: str) -> str:
     return node.name if isinstance(node, ast.FunctionDef) else bound_to
-
-
-def _atom_arg(atom: Atom) -> ast.expr:
-    return atom_expr(atom)
 
 
 def _split_exit_test(body: list[ast.stmt]) -> tuple[list[ast.stmt], ast.If | None]:

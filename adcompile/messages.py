@@ -201,13 +201,19 @@ def no_rule(name: str, value: object) -> str:
             if name in SEQUENCE_BUILTINS
             else "use a supported math function"
         )
-        return f"`{name}` is a builtin with no derivative rule here; {hint}"
+        return (
+            f"`{name}` is a builtin with no derivative rule here; {hint} "
+            f"(or register one with @adcompile.derivative({name}))"
+        )
     if isinstance(value, types.FunctionType):
         return (
             f"no derivative rule for `{name}` (a Python function); calls to user functions "
             "are not supported yet -- inline the computation"
         )
-    return f"no derivative rule for `{name}` (a {type(value).__name__})"
+    return (
+        f"no derivative rule for `{name}` (a {type(value).__name__}); register one with "
+        f"@adcompile.derivative({name})"
+    )
 
 
 def no_rule_on_path(name: str) -> str:

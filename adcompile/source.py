@@ -188,7 +188,9 @@ def _literal(node: ast.expr) -> object | None:
     return value if isinstance(value, int | float | tuple) else None
 
 
-def static_namespace(tree: ast.Module, filename: str = "", lines: list[str] = ()) -> dict[str, object]:
+def static_namespace(
+    tree: ast.Module, filename: str = "", lines: list[str] = ()
+) -> dict[str, object]:
     """Names a file defines at module level, resolved without running it."""
     names: dict[str, object] = dict(vars(builtins))
     for stmt in tree.body:

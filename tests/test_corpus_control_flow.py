@@ -17,7 +17,9 @@ from __future__ import annotations
 import ast
 import inspect
 import math
+import sys
 import textwrap
+import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,7 +46,9 @@ from tests.corpus.control_flow import (
     RECURSIVE,
     WHILE_LOOPS,
     if_elif_else,
+    if_math_condition,
     if_nested,
+    if_on_computed,
     if_sequential,
     if_simple,
     range_one_arg,
@@ -149,6 +153,60 @@ def test_corpus_runs_as_plain_python(
         assert isinstance(value, float | int) and math.isfinite(value), (point, value)
 
 
+def code_objects(code: types.CodeType) -> set[types.CodeType]:
+    """A code object and every code object nested in it (lambdas, inner defs, generators)."""
+    nested = {code}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            nested |= code_objects(const)
+    return nested
+
+
+def executed_lines(fn: Callable[..., Any], points: list[dict[str, Any]]) -> set[int]:
+    """The lines of ``fn`` (and of code nested in it) that run at some point."""
+    codes = code_objects(fn.__code__)
+    lines: set[int] = set()
+
+    def trace(frame: types.FrameType, event: str, arg: object) -> Any:
+        if frame.f_code not in codes:
+            return None
+        if event == "line":
+            lines.add(frame.f_lineno)
+        return trace
+
+    previous = sys.gettrace()
+    sys.settrace(trace)
+    try:
+        for point in points:
+            fn(*call_args(fn, point))
+    finally:
+        sys.settrace(previous)
+    return lines
+
+
+def statement_lines(fn: Callable[..., Any]) -> set[int]:
+    """The first line of every statement in ``fn``'s body, nested bodies included."""
+    source_lines, first = inspect.getsourcelines(fn)
+    tree = ast.parse(textwrap.dedent("".join(source_lines)))
+    definition = tree.body[0]
+    assert isinstance(definition, ast.FunctionDef)
+    return {
+        node.lineno + first - 1
+        for stmt in definition.body
+        for node in ast.walk(stmt)
+        if isinstance(node, ast.stmt)
+    }
+
+
+@pytest.mark.parametrize(("fn", "points", "wrt"), all_cases())
+def test_corpus_points_run_every_line(
+    fn: Callable[..., Any], points: list[dict[str, Any]], wrt: Any
+) -> None:
+    """Together the points take every branch: each statement runs at one point at least."""
+    missed = statement_lines(fn) - executed_lines(fn, points)
+    assert not missed, f"no point runs lines {sorted(missed)} of {fn.__name__}"
+
+
 @pytest.mark.parametrize(("fn", "points", "wrt"), all_cases())
 def test_corpus_points_are_away_from_kinks(
     fn: Callable[..., Any], points: list[dict[str, Any]], wrt: Any
@@ -237,12 +295,27 @@ def test_standalone_source(fn: Callable[..., Any], points: list[dict[str, Any]],
         assert all(same_float(a, b) for a, b in pairs), (point, expected, got)
 
 
-@pytest.mark.parametrize("fn", [if_simple, if_elif_else, if_nested, if_sequential])
+def first_adjoint_line(source: str) -> int:
+    """The line number of the first ``# adjoint of line`` comment: where the adjoint starts."""
+    for number, line in enumerate(source.splitlines(), start=1):
+        if line.strip().startswith("# adjoint of line"):
+            return number
+    raise AssertionError(f"no adjoint comment in the generated source:\n{source}")
+
+
+@pytest.mark.parametrize(
+    "fn", [if_simple, if_elif_else, if_nested, if_sequential, if_math_condition, if_on_computed]
+)
 def test_if_statements_keep_if_in_both_sweeps(fn: Callable[..., Any]) -> None:
+    """Branches stay branches: an ``if`` in the forward sweep, one per primal ``if`` after it."""
     compiled = grad(fn, wrt=0)
     primal_ifs = count(ast.parse(textwrap.dedent(inspect.getsource(fn))), ast.If)
     generated = generated_function(compiled.source, compiled.__name__)
-    assert count(generated, ast.If) >= 2 * primal_ifs, compiled.source
+    boundary = first_adjoint_line(compiled.source)
+    ifs = [node for node in ast.walk(generated) if isinstance(node, ast.If)]
+    forward = [node for node in ifs if node.lineno < boundary]
+    adjoint = [node for node in ifs if node.lineno > boundary]
+    assert forward and len(adjoint) >= primal_ifs, compiled.source
 
 
 def literal_loop_source(iterations: int) -> str:

@@ -66,7 +66,9 @@ CASES = [
 
 
 def _case_module(tmp_path, body: str):
-    header = "import math\nfrom zlib import crc32\nNAME = 'text'\n\n\ndef helper(a):\n    return a\n\n\n"
+    header = (
+        "import math\nfrom zlib import crc32\nNAME = 'text'\n\n\ndef helper(a):\n    return a\n\n\n"
+    )
     header += "def rec(a):\n    return rec(a - 1) if a > 0 else a\n\n\n"
     text = header + "def f(x, y):\n" + textwrap.indent(body, "    ") + "\n"
     return module_from_source(tmp_path, text), text

@@ -74,7 +74,7 @@ def parse_template(
                 f"rule {template.__name__}: only `name = expression` lines may precede the return"
             )
     value = body[-1].value
-    exprs = value.elts if isinstance(value, ast.Tuple) and arity > 1 else [value]
+    exprs = value.elts if isinstance(value, ast.Tuple) else [value]
     if len(exprs) != arity:
         raise RuleError(
             f"rule {template.__name__} returns {len(exprs)} adjoint(s) for {arity} argument(s)"

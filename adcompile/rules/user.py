@@ -1,0 +1,83 @@
+"""``adcompile.derivative``: users' own rules, in the same template form as the built-in ones.
+
+Rules go into the active rule table. ``rule_scope()`` opens a child table for a ``with``
+block, so rules registered inside it (in a test, say) vanish when the block ends.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import inspect
+import textwrap
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .registry import TEMPLATE_GLOBALS, RuleError, RuleTable, active_rules, display_name
+
+
+def _primal_params(fn: Callable[..., Any]) -> list[str] | None:
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # C functions may have no signature
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p.name for p in signature.parameters.values() if p.kind in kinds]
+
+
+def _free_names(template: Callable[..., Any]) -> set[str]:
+    node = ast.parse(textwrap.dedent(inspect.getsource(template))).body[0]
+    params = {a.arg for a in node.args.args}
+    assigned = {
+        t.id
+        for stmt in node.body
+        if isinstance(stmt, ast.Assign)
+        for t in stmt.targets
+        if isinstance(t, ast.Name)
+    }
+    read = {
+        n.id
+        for n in ast.walk(ast.Module(body=node.body, type_ignores=[]))
+        if isinstance(n, ast.Name)
+    }
+    return read - params - assigned - TEMPLATE_GLOBALS
+
+
+def check_template(fn: Callable[..., Any], template: Callable[..., Any]) -> None:
+    """Reject a template whose parameters do not match ``fn`` or that reads other names."""
+    name = display_name(fn)
+    expected = _primal_params(fn)
+    got = list(inspect.signature(template).parameters)
+    if expected is not None and got != [*expected, "result", "g"]:
+        wanted = ", ".join([*expected, "result", "g"])
+        raise RuleError(
+            f"the rule for {name} must take ({wanted}): the parameters of {name}, then the "
+            f"primal result, then the incoming adjoint; it takes ({', '.join(got)})"
+        )
+    free = _free_names(template)
+    if free:
+        raise RuleError(
+            f"the rule for {name} reads {', '.join(sorted(free))}; a rule is inlined into "
+            "standalone generated code, so it may use only its parameters, `math`, "
+            "abs/min/max/float and literals"
+        )
+
+
+def derivative(
+    fn: Callable[..., Any], *, rules: RuleTable | None = None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the decorated template as the derivative rule of ``fn``."""
+
+    def register(template: Callable[..., Any]) -> Callable[..., Any]:
+        check_template(fn, template)
+        (rules or active_rules()).register(fn, template)
+        return template
+
+    return register
+
+
+@contextlib.contextmanager
+def rule_scope() -> Iterator[RuleTable]:
+    """Rules registered inside the ``with`` block are forgotten when it ends."""
+    with active_rules().scope() as table:
+        yield table

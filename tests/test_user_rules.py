@@ -1,0 +1,106 @@
+"""adcompile.derivative: users' own rules, inlined, checked at registration, scoped."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from adcompile import RuleError, derivative, grad, rule_scope
+from tests.helpers import module_from_source
+
+SOURCE = """
+import math
+
+
+def softplus(x):
+    return math.log(1.0 + math.exp(x))
+
+
+def loss(w, x):
+    return softplus(w * x) + w * w
+
+
+def uses_trunc(x):
+    return math.trunc(x * 3.0) * x + math.sin(x)
+"""
+
+
+@pytest.fixture
+def module(tmp_path):
+    return module_from_source(tmp_path, SOURCE)
+
+
+def test_user_rule_is_inlined_and_overrides_the_source(module):
+    with rule_scope():
+
+        @derivative(module.softplus)
+        def softplus_rule(x, result, g):
+            return g / (1.0 + math.exp(-x))
+
+        dloss = grad(module.loss)
+    assert "/ (1.0 + math.exp(-" in dloss.source  # the rule text is in the generated code
+    w, x = 0.7, -1.3
+    expected_w = x / (1.0 + math.exp(-w * x)) + 2 * w
+    expected_x = w / (1.0 + math.exp(-w * x))
+    assert dloss(w, x) == pytest.approx((expected_w, expected_x), rel=1e-14)
+
+
+def test_stable_rule_survives_where_the_source_overflows(module):
+    big = 800.0  # exp(800) overflows: differentiating the source cannot work here
+    with pytest.raises(OverflowError):
+        grad(module.softplus)(big)
+    with rule_scope():
+
+        @derivative(module.softplus)
+        def stable(x, result, g):
+            return g / (1.0 + math.exp(-x)) if x > -30.0 else g * math.exp(x)
+
+        assert grad(module.softplus)(-big) == pytest.approx(math.exp(-big))
+
+
+def test_rules_do_not_leak_out_of_their_scope(module):
+    with rule_scope():
+
+        @derivative(module.softplus)
+        def wrong(x, result, g):
+            return 0.0 * g
+
+        assert grad(module.softplus)(0.5) == 0.0
+    exact = 1.0 / (1.0 + math.exp(-0.5))
+    assert grad(module.softplus)(0.5) == pytest.approx(exact, rel=1e-15)
+
+
+def test_rule_for_a_c_function_with_none_adjoint(module):
+    with rule_scope():
+
+        @derivative(math.trunc)
+        def trunc_rule(x, result, g):
+            return None
+
+        g = grad(module.uses_trunc)
+    x = 0.8
+    assert g(x) == pytest.approx(math.trunc(x * 3.0) + math.cos(x), rel=1e-15)
+
+
+def test_signature_mismatch_is_rejected_at_registration(module):
+    with rule_scope(), pytest.raises(RuleError, match=r"must take \(x, result, g\)"):
+
+        @derivative(module.softplus)
+        def bad(y, result, g):
+            return g
+
+    with rule_scope(), pytest.raises(RuleError, match="returns 2 adjoint"):
+
+        @derivative(module.softplus)
+        def two(x, result, g):
+            return g, g
+
+
+def test_rule_reading_other_names_is_rejected(module):
+    scale = 2.0
+    with rule_scope(), pytest.raises(RuleError, match="reads scale"):
+
+        @derivative(module.softplus)
+        def closure_rule(x, result, g):
+            return g * scale
