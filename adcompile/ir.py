@@ -25,7 +25,7 @@ class Var:
 class Const:
     """A numeric literal."""
 
-    value: int | float | bool
+    value: int | float | bool | None
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from .ir import (
     Var,
     atom_expr,
 )
+from .iteration import IterationRewriter
 from .names import NameTable, user_name_table
 from .rules import Rule, RuleTable, active_rules
 from .source import FunctionSource, StaticFunction, load_function
@@ -58,7 +59,9 @@ UNARY_OPERATORS: dict[type[ast.unaryop], Callable[..., object]] = {
 # Modules whose functions and constants generated code may name (under a fresh alias).
 RENDERABLE_MODULES = {"math": math}
 # Builtins generated code may call where no derivative is needed (branch tests).
-NONDIFF_BUILTINS = frozenset({"abs", "min", "max", "pow", "float", "int", "round", "bool"})
+NONDIFF_BUILTINS = frozenset(
+    {"abs", "min", "max", "pow", "float", "int", "round", "bool", "len", "range"}
+)
 
 
 def _placeholder(i: int) -> ast.Name:
@@ -93,6 +96,7 @@ class Lowerer:
         self.first_bound: set[str] = set()
         self.local_functions: dict[str, ast.FunctionDef | ast.Lambda] = {}
         self.closure: Lowerer | None = None  # the enclosing function of a nested def/lambda
+        self.in_loop_test = False
         if parent is None:
             self.names: NameTable = user_name_table(fs.node)
             self.math_alias = "math"
@@ -206,6 +210,8 @@ class Lowerer:
         message = messages.UNSUPPORTED_EXPRESSIONS.get(
             type(stmt.value), messages.EXPRESSION_STATEMENT
         )
+        if isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute):
+            message = messages.APPEND_METHOD
         raise self._error(UnsupportedSyntaxError, stmt, message)
 
     def _stmt_Assign(self, stmt: ast.Assign) -> None:
@@ -263,23 +269,27 @@ class Lowerer:
             if a == b:
                 merged[var] = a
                 continue
+            # A path that never bound the variable gives it None: Python would never read it
+            # there, but later merges copy it, and a copy must read a bound name.
             new = self.names.fresh(var)
-            if a is not None:
-                left_block.append(Copy(new, Var(a), line))
-            if b is not None:
-                right_block.append(Copy(new, Var(b), line))
+            left_block.append(Copy(new, Var(a) if a is not None else Const(None), line))
+            right_block.append(Copy(new, Var(b) if b is not None else Const(None), line))
             merged[var] = new
         return merged
 
     def _stmt_For(self, stmt: ast.For) -> None:
-        if not isinstance(stmt.target, ast.Name):
-            raise self._error(UnsupportedSyntaxError, stmt.target, messages.FOR_TARGET)
         iterator = stmt.iter
         callee = None
         if isinstance(iterator, ast.Call) and isinstance(iterator.func, ast.Name | ast.Attribute):
-            callee, _ = self._callee(iterator.func)
-        if callee is not builtins.range:
-            raise self._error(UnsupportedSyntaxError, iterator, messages.FOR_ITERABLE)
+            callee = _resolved_or_none(self, iterator.func)
+        if callee is not builtins.range:  # sequences, enumerate, zip, reversed
+            rewritten = self._iteration().sequence_loop(stmt)
+            self.locals |= rewritten.new_locals
+            self._statements(rewritten.prelude)
+            self._stmt_For(rewritten.loop)
+            return
+        if not isinstance(stmt.target, ast.Name):
+            raise self._error(UnsupportedSyntaxError, stmt.target, messages.FOR_TARGET)
         if not 1 <= len(iterator.args) <= 3 or iterator.keywords:
             raise self._error(UnsupportedSyntaxError, iterator, messages.RANGE_ARGUMENTS)
         bounds = [self._atom(arg) for arg in iterator.args]
@@ -294,16 +304,25 @@ class Lowerer:
         entry, headers = [], []
         for var in carried:
             header = self.names.fresh(var)
-            if var in self.env:
-                entry.append(Copy(header, Var(self.env[var]), stmt.lineno))
+            # A variable first bound inside the loop starts as None, so that merges of paths
+            # that did not bind it yet read a defined name (as Python would never read it).
+            source = Var(self.env[var]) if var in self.env else Const(None)
+            entry.append(Copy(header, source, stmt.lineno))
             self.env[var] = header
             headers.append(header)
         index_name = self._version(index) if index else None
         if index:
+            # After zero iterations the loop variable keeps its previous value (or none).
+            before = Var(self.env[index]) if index in self.env else Const(None)
+            entry.append(Copy(index_name, before, stmt.lineno))
             self.env[index] = index_name
         test, reads = None, frozenset()
         if isinstance(stmt, ast.While):
-            test, read_set = self._rewrite_opaque(stmt.test)
+            self.in_loop_test = True
+            try:
+                test, read_set = self._rewrite_opaque(stmt.test)
+            finally:
+                self.in_loop_test = False
             reads = frozenset(read_set)
         body = self._sub_block(lambda: self._statements(body_stmts))
         back_edges = [
@@ -432,6 +451,25 @@ class Lowerer:
         error = self._error(NoDerivativeError, node, messages.BOOLOP_VALUE)
         self._opaque(node, target, no_rule=error)
 
+    def _expr_Tuple(self, node: ast.Tuple, target: str) -> None:
+        error = self._error(NoDerivativeError, node, messages.SEQUENCE_VALUE)
+        self._opaque(node, target, no_rule=error)
+
+    _expr_List = _expr_Tuple
+
+    def _expr_Subscript(self, node: ast.Subscript, target: str) -> None:
+        error = self._error(NoDerivativeError, node, messages.INDEX_ON_PATH)
+        self._opaque(node, target, no_rule=error)
+
+    def _iteration(self) -> IterationRewriter:
+        return IterationRewriter(self.fs, self.names, lambda f: _resolved_or_none(self, f))
+
+    def _reduction(self, node: ast.Call, target: str, kind: str) -> None:
+        statements, acc, new_locals = self._iteration().reduction(node, kind)
+        self.locals |= new_locals
+        self._statements(statements)
+        self.block.append(Copy(target, Var(self.env[acc]), node.lineno))
+
     def _expr_IfExp(self, node: ast.IfExp, target: str) -> None:
         cond = self.names.numbered("cond")
         self._opaque(node.test, cond)
@@ -448,6 +486,10 @@ class Lowerer:
             self.block = outer
 
     def _expr_Call(self, node: ast.Call, target: str) -> None:
+        reduction = _reduction_kind(node, _resolved_or_none(self, node.func))
+        if reduction is not None:
+            self._reduction(node, target, reduction)
+            return
         local = self._local_function(node.func)
         if local is not None:
             self._inline(node, target, local)
@@ -716,6 +758,14 @@ class Lowerer:
         return rewriter.visit(copy.deepcopy(node)), rewriter.reads
 
 
+# Values with no derivative may also be tuples, lists and items of them.
+_OPAQUE_UNSUPPORTED = {
+    kind: message
+    for kind, message in messages.UNSUPPORTED_EXPRESSIONS.items()
+    if kind not in (ast.Tuple, ast.List, ast.Subscript, ast.Slice)
+}
+
+
 class _OpaqueRewriter(ast.NodeTransformer):
     """Renames variables to their current versions and resolves callees in a test expression."""
 
@@ -734,6 +784,16 @@ class _OpaqueRewriter(ast.NodeTransformer):
 
     def visit_Call(self, call: ast.Call) -> ast.expr:
         lowerer = self.lowerer
+        if lowerer._local_function(call.func) is not None or lowerer._user_function(
+            _resolved_or_none(lowerer, call.func)
+        ):
+            if lowerer.in_loop_test:
+                raise lowerer._error(UnsupportedSyntaxError, call, messages.CALL_IN_WHILE_TEST)
+            # A call of the user's own function in a test: computed before the test, as a
+            # value (so a test with `and`/`or` evaluates it even when it would short-circuit).
+            atom = lowerer._atom(call)
+            self.reads.add(atom.name)
+            return ast.copy_location(atom_expr(atom), call)
         value, shown = lowerer._callee(call.func)
         if not lowerer._renderable_callee(value):
             name = ast.unparse(call.func)
@@ -743,10 +803,29 @@ class _OpaqueRewriter(ast.NodeTransformer):
         return ast.Call(func=shown, args=[self.visit(a) for a in call.args], keywords=[])
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
-        message = messages.UNSUPPORTED_EXPRESSIONS.get(type(node))
+        message = _OPAQUE_UNSUPPORTED.get(type(node))
         if message is not None:
             raise self.lowerer._error(UnsupportedSyntaxError, node, message)
         return super().generic_visit(node)
+
+
+def _reduction_kind(node: ast.Call, callee: object) -> str | None:
+    """``sum``/``min``/``max`` of a single generator expression or list comprehension."""
+    comprehension = (ast.GeneratorExp, ast.ListComp)
+    if len(node.args) != 1 or node.keywords or not isinstance(node.args[0], comprehension):
+        return None
+    for kind in ("sum", "min", "max"):
+        if callee is getattr(builtins, kind):
+            return kind
+    return None
+
+
+def _resolved_or_none(lowerer: Lowerer, func: ast.expr) -> object:
+    """The object a callee expression names, or None if it names nothing resolvable."""
+    try:
+        return lowerer._callee(func)[0]
+    except AdcompileError:
+        return None
 
 
 def _function_name(node: ast.FunctionDef | ast.Lambda, bound_to: str) -> str:

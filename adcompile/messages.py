@@ -38,6 +38,10 @@ ATTRIBUTE_ACCESS = (
     "attribute access is supported only on modules (`math.pi`, `math.sin`); "
     "pass the value as a parameter instead"
 )
+CALL_IN_WHILE_TEST = (
+    "a call to your own function in a `while` condition is not supported; compute the "
+    "condition into a variable before the loop and at the end of its body"
+)
 NESTED_DECORATOR = "decorators on nested functions are not supported"
 BOOLOP_VALUE = (
     "`and`/`or` used as a value has no derivative; use them only in tests, "
@@ -49,6 +53,26 @@ FOR_ITERABLE = (
     "only `for i in range(...)` loops are supported; iterate over indices "
     "(`for i in range(len(xs))`) and read `xs[i]`"
 )
+ITERATION_ARGUMENTS = "enumerate() and reversed() take one sequence here"
+SEQUENCE_VALUE = (
+    "tuples and lists of differentiated values are not supported yet: they carry no "
+    "derivative; keep the values in separate variables (or iterate over constants)"
+)
+INDEX_ON_PATH = (
+    "indexing a sequence gives its items no derivative: the sequence must not depend on a "
+    "differentiated input (exclude sequence parameters with wrt=...)"
+)
+APPEND_METHOD = (
+    "calling methods (such as list.append) is not supported: lists of differentiated values "
+    "are not supported yet"
+)
+
+
+def unpack_count(count: int) -> str:
+    """A loop target that does not match the iteration's arity."""
+    return f"the loop target must be {count} names here (`for a, b in ...`)"
+
+
 RANGE_ARGUMENTS = "range() takes 1 to 3 positional arguments here"
 
 UNSUPPORTED_STATEMENTS: dict[type[ast.stmt], str] = {
@@ -71,10 +95,13 @@ UNSUPPORTED_STATEMENTS: dict[type[ast.stmt], str] = {
 }
 UNSUPPORTED_EXPRESSIONS: dict[type[ast.expr], str] = {
     ast.Lambda: "`lambda` inside the function is not supported yet; define a module-level def",
-    ast.ListComp: "list comprehensions are not supported yet (straight-line code only)",
+    ast.ListComp: (
+        "a list comprehension is supported only inside sum(), min() or max(); lists of "
+        "differentiated values are not supported yet"
+    ),
     ast.SetComp: "set comprehensions are not supported",
     ast.DictComp: "dict comprehensions are not supported",
-    ast.GeneratorExp: "generator expressions are not supported yet (straight-line code only)",
+    ast.GeneratorExp: "a generator expression is supported only inside sum(), min() or max()",
     ast.Yield: "`yield` makes a generator, which cannot be differentiated",
     ast.YieldFrom: "`yield from` makes a generator, which cannot be differentiated",
     ast.Await: "`await` cannot be differentiated",

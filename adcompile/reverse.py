@@ -12,7 +12,7 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .astutil import clone, names_in, substitute
+from .astutil import clone, names_in, substitute, walk
 from .ir import (
     Apply,
     Atom,
@@ -441,7 +441,12 @@ class AdjointSweep:
 
     def _plan_records(self, loop: Loop, reverse_body: list[ast.stmt]) -> list[ast.stmt]:
         """Decide what each block of the loop records; return the statements restoring it."""
-        reads = {name for stmt in reverse_body for name in names_in(stmt)}
+        reads = {
+            node.id
+            for stmt in reverse_body
+            for node in walk(stmt)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+        }
         needed = (assigned_in(loop.body) | set(loop.headers)) & reads
         needed.discard(loop.index)
         if not needed:

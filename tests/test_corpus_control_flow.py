@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from adcompile import UnsupportedSyntaxError, grad
+from adcompile import AdcompileError, UnsupportedSyntaxError, grad
 from adcompile.reference import (
     assert_grad_matches_mp,
     positional_params,
@@ -44,6 +44,7 @@ from tests.corpus.control_flow import (
     ITERATION_FORMS,
     RECORD_FREE,
     RECURSIVE,
+    SEQUENCE_VALUES,
     WHILE_LOOPS,
     if_elif_else,
     if_math_condition,
@@ -263,6 +264,20 @@ def test_closures_lambdas(fn: Callable[..., Any], points: list[dict[str, Any]], 
 @pytest.mark.parametrize(("fn", "points", "wrt"), cases(ITERATION_FORMS))
 def test_iteration_forms(fn: Callable[..., Any], points: list[dict[str, Any]], wrt: Any) -> None:
     assert_grad_matches_mp(fn, points, wrt)
+
+
+@pytest.mark.parametrize(("fn", "points", "wrt"), cases(SEQUENCE_VALUES))
+def test_sequences_of_differentiated_values_are_rejected_where_they_are_used(
+    fn: Callable[..., Any], points: list[dict[str, Any]], wrt: Any
+) -> None:
+    """Not supported yet: a located compile-time error, never a silent zero."""
+    with pytest.raises(AdcompileError) as info:
+        grad(fn, wrt=wrt)
+    source_file = inspect.getsourcefile(fn)
+    first_line = inspect.getsourcelines(fn)[1]
+    prefix, line, _column, _rest = str(info.value).split(":", 3)
+    assert prefix == source_file
+    assert first_line <= int(line) < first_line + len(inspect.getsourcelines(fn)[0])
 
 
 @pytest.mark.parametrize(("fn", "points", "wrt"), cases(RECURSIVE))

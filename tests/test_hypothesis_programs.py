@@ -36,7 +36,7 @@ OPERAND_LIMIT = 4.0
 MAX_STATEMENTS = 40
 # Expanded size (roughly, nodes of the program as one expression tree) a value may reach;
 # SymPy's cost grows with it, and a chain of reuses would otherwise grow it exponentially.
-MAX_SIZE = 24
+MAX_SIZE = 12
 POINTS_PER_PROGRAM = 2
 RTOL, ATOL = 1e-7, 1e-9
 

@@ -1319,6 +1319,24 @@ CYCLES = {
     "calls_recursive_helper": ("power_recursive",),
 }
 
+# Tuples, lists and appends of *differentiated* values: adcompile rejects these at compile
+# time, at the offending line (sequences carry no derivative yet). They stay in the corpus
+# so the day they are supported, moving them back is one line.
+_SEQUENCES_OF_DIFFERENTIATED_VALUES = {
+    "generator_weighted_sum",
+    "list_comprehension_sum",
+    "list_append_loop",
+    "append_then_reversed",
+    "zip_local_list",
+    "list_index_read",
+}
+SEQUENCE_VALUES = [
+    e for e in ITERATION_FORMS if e[0].__name__ in _SEQUENCES_OF_DIFFERENTIATED_VALUES
+]
+ITERATION_FORMS = [
+    e for e in ITERATION_FORMS if e[0].__name__ not in _SEQUENCES_OF_DIFFERENTIATED_VALUES
+]
+
 GROUPS = {
     "if_statements": IF_STATEMENTS,
     "early_returns": EARLY_RETURNS,

@@ -1,0 +1,188 @@
+"""Iteration forms rewritten into ``for i in range(...)`` loops, on the Python AST.
+
+``for v in seq``, ``enumerate``, ``zip`` and ``reversed`` become index loops that read
+``seq[i]``; ``sum``/``min``/``max`` of a generator expression or list comprehension become an
+accumulator loop. The sequences themselves carry no derivative: reading ``seq[i]`` is a value
+with no adjoint, so a sequence that depends on a differentiated input is rejected by the
+activity analysis, at the read, with a located message (never a silent zero).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import messages
+from .errors import UnsupportedSyntaxError
+from .names import NameTable
+from .source import FunctionSource
+
+
+def _located(node: ast.AST, like: ast.AST) -> ast.AST:
+    for child in ast.walk(node):
+        if "lineno" in child._attributes and getattr(child, "lineno", None) is None:
+            ast.copy_location(child, like)
+    return node
+
+
+def _name(name: str, store: bool = False) -> ast.Name:
+    return ast.Name(id=name, ctx=ast.Store() if store else ast.Load())
+
+
+def _call(func: str, *args: ast.expr) -> ast.Call:
+    return ast.Call(func=_name(func), args=list(args), keywords=[])
+
+
+def _assign(name: str, value: ast.expr) -> ast.Assign:
+    return ast.Assign(targets=[_name(name, True)], value=value)
+
+
+def _item(sequence: str, index: str) -> ast.Subscript:
+    return ast.Subscript(value=_name(sequence), slice=_name(index), ctx=ast.Load())
+
+
+@dataclass
+class SequenceLoop:
+    """A ``for`` over sequences, as an index loop: the statements before it and the loop."""
+
+    prelude: list[ast.stmt]
+    loop: ast.For
+    new_locals: set[str]
+
+
+class IterationRewriter:
+    """Rewrites iteration forms for one function; ``resolve`` names the object a callee is."""
+
+    def __init__(
+        self, fs: FunctionSource, names: NameTable, resolve: Callable[[ast.expr], object]
+    ) -> None:
+        self.fs = fs
+        self.names = names
+        self.resolve = resolve
+
+    def _error(self, node: ast.AST, message: str) -> UnsupportedSyntaxError:
+        return self.fs.error(UnsupportedSyntaxError, node, message)
+
+    # ----- for loops over sequences --------------------------------------------------------
+    def sequence_loop(self, stmt: ast.For) -> SequenceLoop:
+        """``for <targets> in <seq | enumerate | zip | reversed>`` as an index loop."""
+        iterator, target = stmt.iter, stmt.target
+        kind = self._iteration_kind(iterator)
+        if kind == "enumerate":
+            index_target, *value_targets = self._targets(target, 2)
+            sequences = [iterator.args[0]]
+        elif kind == "zip":
+            index_target, value_targets = None, self._targets(target, len(iterator.args))
+            sequences = list(iterator.args)
+        else:
+            index_target, value_targets = None, [self._single(target)]
+            sequences = [iterator.args[0] if kind == "reversed" else iterator]
+        prelude, seq_names, new_locals = self._sequence_names(sequences)
+        index = index_target or self.names.fresh("k")
+        new_locals.add(index)
+        body = [
+            _located(_assign(t, _item(s, index)), stmt)
+            for t, s in zip(value_targets, seq_names, strict=True)
+        ]
+        lengths = [_call("len", _name(s)) for s in seq_names]
+        length = lengths[0] if len(lengths) == 1 else _call("min", *lengths)
+        if kind == "reversed":
+            minus_one = ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=1))
+            start = ast.BinOp(left=length, op=ast.Sub(), right=ast.Constant(value=1))
+            bounds = _call("range", start, minus_one, minus_one)
+        else:
+            bounds = _call("range", length)
+        loop = ast.For(target=_name(index, True), iter=bounds, body=body + stmt.body, orelse=[])
+        return SequenceLoop(prelude, _located(loop, stmt), new_locals)
+
+    def _iteration_kind(self, iterator: ast.expr) -> str:
+        if isinstance(iterator, ast.Call) and not iterator.keywords:
+            callee = self.resolve(iterator.func)
+            for kind in ("enumerate", "zip", "reversed"):
+                if callee is getattr(builtins, kind):
+                    if kind != "zip" and len(iterator.args) != 1:
+                        raise self._error(iterator, messages.ITERATION_ARGUMENTS)
+                    return kind
+        return "sequence"
+
+    def _single(self, target: ast.expr) -> str:
+        if not isinstance(target, ast.Name):
+            raise self._error(target, messages.FOR_TARGET)
+        return target.id
+
+    def _targets(self, target: ast.expr, count: int) -> list[str]:
+        if not (isinstance(target, ast.Tuple) and len(target.elts) == count):
+            raise self._error(target, messages.unpack_count(count))
+        return [self._single(elt) for elt in target.elts]
+
+    def _sequence_names(
+        self, sequences: list[ast.expr]
+    ) -> tuple[list[ast.stmt], list[str], set[str]]:
+        prelude, names, new_locals = [], [], set()
+        for seq in sequences:
+            if isinstance(seq, ast.Name):
+                names.append(seq.id)
+                continue
+            name = self.names.fresh("seq")
+            prelude.append(_located(_assign(name, seq), seq))
+            names.append(name)
+            new_locals.add(name)
+        return prelude, names, new_locals
+
+    # ----- sum / min / max of a comprehension ------------------------------------------
+    def reduction(self, call: ast.Call, kind: str) -> tuple[list[ast.stmt], str, set[str]]:
+        """Statements computing ``sum``/``min``/``max`` of a comprehension into a new name."""
+        comprehension = copy.deepcopy(call.args[0])  # the parsed tree is shared: never mutate it
+        acc = self.names.fresh("acc")
+        renames: dict[str, str] = {}
+        new_locals = {acc}
+        start = ast.Constant(value=0 if kind == "sum" else None)
+        statements: list[ast.stmt] = [_assign(acc, start)]
+        generators = comprehension.generators
+        for generator in generators:
+            if generator.is_async:
+                raise self._error(generator.iter, "async comprehensions cannot be differentiated")
+            generator.iter = _Rename(renames).visit(generator.iter)
+            for name in _target_names(generator.target, self):
+                renames[name] = self.names.fresh(name)  # a comprehension has its own scope
+                new_locals.add(renames[name])
+        element = _Rename(renames).visit(comprehension.elt)
+        innermost: list[ast.stmt] = [_assign(acc, self._combine(kind, acc, element))]
+        for generator in reversed(generators):
+            for condition in reversed(generator.ifs):
+                test = _Rename(renames).visit(condition)
+                innermost = [ast.If(test=test, body=innermost, orelse=[])]
+            target = _Rename(renames).visit(generator.target)
+            innermost = [ast.For(target=target, iter=generator.iter, body=innermost, orelse=[])]
+        statements += innermost
+        return [_located(s, call) for s in statements], acc, new_locals
+
+    def _combine(self, kind: str, acc: str, element: ast.expr) -> ast.expr:
+        if kind == "sum":
+            return ast.BinOp(left=_name(acc), op=ast.Add(), right=element)
+        first = ast.Compare(left=_name(acc), ops=[ast.Is()], comparators=[ast.Constant(None)])
+        both = _call(kind, _name(acc), element)
+        return ast.IfExp(test=first, body=element, orelse=both)
+
+
+def _target_names(target: ast.expr, rewriter: IterationRewriter) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
+        return [e.id for e in target.elts]
+    raise rewriter._error(target, messages.FOR_TARGET)
+
+
+class _Rename(ast.NodeTransformer):
+    """Rename comprehension variables (a fresh scope) in a copy-free, in-place way."""
+
+    def __init__(self, renames: dict[str, str]) -> None:
+        self.renames = renames
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        if node.id in self.renames:
+            return ast.copy_location(ast.Name(id=self.renames[node.id], ctx=node.ctx), node)
+        return node
