@@ -84,6 +84,12 @@ def _simplify_binop(node: ast.BinOp) -> ast.expr:
     if folded is not None:
         return folded
     op, left, right = node.op, node.left, node.right
+    # A literal zero factor comes from a literal exponent or coefficient (d/dx x**0 == 0):
+    # the product is zero even where the other factor's formula is undefined (x**-1 at 0).
+    if isinstance(op, ast.Mult) and (_is_zero(left) or _is_zero(right)):
+        return ast.Constant(value=0.0)
+    if isinstance(op, ast.Pow) and _is_zero(right):
+        return ast.Constant(value=1.0)
     if isinstance(op, ast.Mult) and _is_one(left):
         return right
     if isinstance(op, ast.Mult | ast.Div | ast.Pow) and _is_one(right):
@@ -107,6 +113,26 @@ def _simplify_unary(node: ast.UnaryOp) -> ast.expr:
     return node
 
 
+def _without_negation(expr: ast.expr) -> ast.expr | None:
+    """``e`` for ``-e`` or for a product whose leftmost factor is negated; else None."""
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        return expr.operand
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult | ast.Div):
+        left = _without_negation(expr.left)
+        if left is not None:
+            return ast.BinOp(left=left, op=expr.op, right=expr.right)
+    return None
+
+
+def _subtract_instead(stmt: ast.stmt) -> None:
+    # `b += -e * r` reads better, and runs faster, as `b -= e * r`.
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add | ast.Sub):
+        positive = _without_negation(stmt.value)
+        if positive is not None:
+            stmt.value = positive
+            stmt.op = ast.Sub() if isinstance(stmt.op, ast.Add) else ast.Add()
+
+
 def simplify_adjoints(statements: list[ast.stmt]) -> list[ast.stmt]:
     """Simplify the expressions of adjoint-sweep statements, in place."""
     for stmt in statements:
@@ -115,6 +141,7 @@ def simplify_adjoints(statements: list[ast.stmt]) -> list[ast.stmt]:
             simplify_adjoints(stmt.orelse)
         elif getattr(stmt, "adcompile_sweep", None) == ADJOINT and hasattr(stmt, "value"):
             stmt.value = simplify(stmt.value)
+            _subtract_instead(stmt)
     return statements
 
 
@@ -126,6 +153,8 @@ def eliminate_dead_code(statements: list[ast.stmt], live: set[str]) -> list[ast.
     """Drop assignments whose value nothing later reads; ``live`` is updated to the entry set."""
     kept: list[ast.stmt] = []
     for stmt in reversed(statements):
+        if isinstance(stmt, ast.Pass):
+            continue
         if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name):
             target = stmt.targets[0].id
             if target not in live:
@@ -165,6 +194,50 @@ def _dead_code_in_if(stmt: ast.If, live: set[str]) -> ast.If | None:
     return stmt
 
 
+def _is_zero_assign(stmt: ast.stmt) -> bool:
+    return (
+        isinstance(stmt, ast.Assign)
+        and getattr(stmt, "adcompile_sweep", None) == ADJOINT
+        and _is_zero(stmt.value)
+    )
+
+
+def drop_zero_contributions(statements: list[ast.stmt]) -> list[ast.stmt]:
+    """Remove ``b += 0.0``, and ``b = 0.0`` whose next use is ``b += e`` (that becomes ``b = e``).
+
+    Zeros appear when simplification finds a contribution that is identically zero.
+    """
+    out: list[ast.stmt] = []
+    zeroed: dict[str, int] = {}  # name -> index in `out` of its pending `name = 0.0`
+    for stmt in statements:
+        if isinstance(stmt, ast.AugAssign) and _is_zero(stmt.value):
+            continue
+        if isinstance(stmt, ast.If | ast.For | ast.While):
+            for body in (stmt.body, stmt.orelse):
+                body[:] = drop_zero_contributions(body) or [ast.Pass()]
+            stmt.orelse = [s for s in stmt.orelse if not isinstance(s, ast.Pass)]
+            for name in _reads(stmt):
+                zeroed.pop(name, None)
+        elif isinstance(stmt, ast.AugAssign) and stmt.target.id in zeroed:
+            out[zeroed.pop(stmt.target.id)] = None
+            stmt = assign_like(stmt)
+        else:
+            for name in _reads(stmt.value if hasattr(stmt, "value") else stmt):
+                zeroed.pop(name, None)
+        if _is_zero_assign(stmt):
+            zeroed[stmt.targets[0].id] = len(out)
+        out.append(stmt)
+    return [s for s in out if s is not None]
+
+
+def assign_like(stmt: ast.AugAssign) -> ast.Assign:
+    """``b = e`` for ``b += e``, keeping the generated-code tags."""
+    node = ast.Assign(targets=[stmt.target], value=stmt.value, lineno=0)
+    node.adcompile_line = stmt.adcompile_line
+    node.adcompile_sweep = stmt.adcompile_sweep
+    return node
+
+
 def optimize(
     statements: list[ast.stmt],
     returns: ast.expr,
@@ -173,6 +246,7 @@ def optimize(
 ) -> list[ast.stmt]:
     """Run the passes in order: simplify, remove dead code, inline and propagate copies."""
     simplify_adjoints(statements)
+    statements = drop_zero_contributions(statements)
     statements = eliminate_dead_code(statements, _reads(returns))
     statements = inline_temporaries(statements, returns, temporaries)
     return propagate_copies(statements, temporary_adjoints)

@@ -120,6 +120,36 @@ def assigned_in(block: list[Stmt]) -> set[str]:
     return found
 
 
+def _cheap(expr: ast.expr) -> bool:
+    """A name, a literal or a negated name: free to repeat instead of storing it."""
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        expr = expr.operand
+    return isinstance(expr, ast.Name | ast.Constant)
+
+
+def _sole_applications(block: list[Stmt]) -> dict[str, Apply]:
+    """Applications whose target nothing else assigns (not the two arms of an ``if``)."""
+    found: dict[str, Apply] = {}
+    counts: dict[str, int] = {}
+
+    def visit(stmts: list[Stmt]) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, If):
+                visit(stmt.body)
+                visit(stmt.orelse)
+            elif isinstance(stmt, Loop):
+                visit(stmt.entry)
+                visit(stmt.body)
+                visit(stmt.back_edges)
+            elif not isinstance(stmt, Return):
+                counts[stmt.target] = counts.get(stmt.target, 0) + 1
+                if isinstance(stmt, Apply):
+                    found[stmt.target] = stmt
+
+    visit(block)
+    return {name: stmt for name, stmt in found.items() if counts[name] == 1}
+
+
 def _loop_scalars(loop: Loop) -> set[str]:
     return {n for n in (loop.index, loop.counter) if n}
 
@@ -271,6 +301,9 @@ class AdjointSweep:
         self.prefix = names.prefix_free(ADJOINT_PREFIXES)
         self.adjoints: dict[str, str] = {}
         self.records = Records()
+        self.depth = 0  # how many loops enclose the statement being reversed
+        self.definitions = _sole_applications(fn.body)
+        self.pending: dict[str, ast.expr] = {}  # adjoints of temporaries, not yet stored
 
     def adjoint(self, var: str) -> str:
         """The name of the adjoint of ``var`` (``b_x`` for ``x``)."""
@@ -293,6 +326,35 @@ class AdjointSweep:
             elif isinstance(stmt, Loop):
                 out += self._loop(stmt, defined)
         return out
+
+    def _contribute(
+        self, var: str, value: ast.expr, line: int, defined: set[str]
+    ) -> list[ast.stmt]:
+        """Add ``value`` to the adjoint of ``var``, or hand it on to ``var``'s own rule.
+
+        A temporary has exactly one use, so its adjoint is this one value; when its defining
+        rule reads ``g`` once, the value is substituted there instead of being stored.
+        """
+        definition = self.definitions.get(var)
+        single_use = definition is not None and (_cheap(value) or self._g_uses(definition) == 1)
+        if var in self.fn.temporaries and single_use:
+            self.pending[var] = value
+            defined.add(self.adjoint(var))
+            return []
+        return [self._accumulate(var, value, line, defined)]
+
+    def _wanted(self, stmt: Apply) -> list[tuple[str, ast.expr]]:
+        """The (operand, adjoint template) pairs of an application that need an adjoint."""
+        return [
+            (atom.name, expr)
+            for atom, expr in zip(stmt.args, stmt.rule.parsed[1], strict=True)
+            if expr is not None and isinstance(atom, Var) and self.activity.active(atom.name)
+        ]
+
+    def _g_uses(self, stmt: Apply) -> int:
+        setup, _ = stmt.rule.parsed
+        exprs = [e for _, e in self._wanted(stmt)] + [s.value for s in setup]
+        return sum(1 for e in exprs for name in names_in(e) if name == "g")
 
     def _accumulate(self, var: str, value: ast.expr, line: int, defined: set[str]) -> ast.stmt:
         # The first contribution assigns; later ones add. No zero-initialised accumulators.
@@ -320,19 +382,18 @@ class AdjointSweep:
         g = self._incoming(stmt.target, defined)
         if g is None:
             return []
-        setup, adjoints = stmt.rule.parsed
-        wanted = [
-            (atom.name, expr)
-            for atom, expr in zip(stmt.args, adjoints, strict=True)
-            if expr is not None and isinstance(atom, Var) and self.activity.active(atom.name)
-        ]
+        setup = stmt.rule.parsed[0]
+        wanted = self._wanted(stmt)
+        incoming = self.pending.pop(stmt.target, None)
         if not wanted:
             return []
         mapping = self._template_mapping(stmt, g)
+        if incoming is not None:
+            mapping["g"] = incoming
         out = self._template_setup(setup, [e for _, e in wanted], mapping, stmt.line)
         for var, expr in wanted:
             value = substitute(expr, mapping)
-            out.append(self._accumulate(var, value, stmt.line, defined))
+            out += self._contribute(var, value, stmt.line, defined)
         return out
 
     def _template_mapping(self, stmt: Apply, g: str) -> dict[str, ast.expr]:
@@ -389,28 +450,55 @@ class AdjointSweep:
         out = self._loop_accumulators(loop, defined)
         inner = set(defined)
         body: list[ast.stmt] = []
+        restarted = []
         for edge in reversed(loop.back_edges):
             if not self.activity.active(edge.target):
                 continue
             g = self.adjoint(edge.target)
             if isinstance(edge.source, Var) and self.activity.active(edge.source.name):
                 body.append(self._accumulate(edge.source.name, _name(g), loop.line, inner))
-            # The header now holds an earlier iteration's value: its adjoint starts afresh.
-            body.append(assign(g, ast.Constant(value=0.0), loop.line, ADJOINT))
+            # The header now holds an earlier iteration's value, whose adjoint starts afresh:
+            # the body's first contribution assigns it (or it is reset to zero below).
+            inner.discard(g)
+            restarted.append(g)
+        self.depth += 1
         body += self.block(loop.body, inner)
+        self.depth -= 1
+        body += [
+            assign(g, ast.Constant(value=0.0), loop.line, ADJOINT)
+            for g in restarted
+            if g not in inner
+        ]
         if not body:
             return out
-        restore = self._plan_records(loop, body)
-        if loop.test is not None or loop.exit_when is not None:
-            loop.counter = self.names.fresh("n_iterations")
-        node = ast.For(
-            target=_name(self._reverse_index(loop), True),
-            iter=self._reverse_iterations(loop),
-            body=restore + body,
-            orelse=[],
-        )
+        restore, reads = self._plan_records(loop, body)
+        if self._can_iterate_records(loop, reads):
+            # Every iteration recorded one tuple: walking the list backwards is the replay.
+            stack, names = self.records.saved[id(loop.body)]
+            iterations = ast.Call(func=_name("reversed"), args=[_name(stack)], keywords=[])
+            node = ast.For(target=_pack(names, store=True), iter=iterations, body=body, orelse=[])
+        else:
+            if loop.test is not None or loop.exit_when is not None:
+                loop.counter = self.names.fresh("n_iterations")
+            node = ast.For(
+                target=_name(self._reverse_index(loop), True),
+                iter=self._reverse_iterations(loop),
+                body=restore + body,
+                orelse=[],
+            )
         out.append(tag(node, loop.line, ADJOINT))
         return out
+
+    def _can_iterate_records(self, loop: Loop, reads: set[str]) -> bool:
+        """True if the reverse loop can iterate over the recorded tuples instead of popping.
+
+        Needs: records only at the end of the body (no branch-dependent ones), the index not
+        read in reverse, and no enclosing loop (whose iterations would share the list).
+        """
+        if loop.stack is None or self.depth > 0 or loop.index in reads:
+            return False
+        blocks = [key for key, (stack, _) in self.records.saved.items() if stack == loop.stack]
+        return blocks == [id(loop.body)]
 
     def _loop_accumulators(self, loop: Loop, defined: set[str]) -> list[ast.stmt]:
         """Adjoints that every reverse iteration adds to must exist before the loop."""
@@ -439,8 +527,13 @@ class AdjointSweep:
             )
         return ast.Call(func=_name("reversed"), args=[forward], keywords=[])
 
-    def _plan_records(self, loop: Loop, reverse_body: list[ast.stmt]) -> list[ast.stmt]:
-        """Decide what each block of the loop records; return the statements restoring it."""
+    def _plan_records(
+        self, loop: Loop, reverse_body: list[ast.stmt]
+    ) -> tuple[list[ast.stmt], set[str]]:
+        """Decide what each block of the loop records; return the restoring statements.
+
+        Also returns the names the reverse body reads.
+        """
         reads = {
             node.id
             for stmt in reverse_body
@@ -450,11 +543,11 @@ class AdjointSweep:
         needed = (assigned_in(loop.body) | set(loop.headers)) & reads
         needed.discard(loop.index)
         if not needed:
-            return []
+            return [], reads
         loop.stack = self.names.numbered("stack")
         self.records.stacks.append((loop.stack, loop.line))
         self._assign_records(loop.body, needed, loop.stack, extra=set(loop.headers))
-        return self._restore(loop.body, loop.line)
+        return self._restore(loop.body, loop.line), reads
 
     def _assign_records(
         self, block: list[Stmt], needed: set[str], stack: str, extra: set[str] = frozenset()

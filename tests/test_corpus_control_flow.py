@@ -101,15 +101,20 @@ def count(node: ast.AST, kind: type[ast.AST]) -> int:
 
 
 def is_reversed_range(node: ast.expr) -> bool:
-    """True for ``reversed(range(...))``."""
+    """True for ``reversed(range(...))`` or ``reversed(<recorded values>)``: a replay."""
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
         and node.func.id == "reversed"
         and len(node.args) == 1
-        and isinstance(node.args[0], ast.Call)
-        and isinstance(node.args[0].func, ast.Name)
-        and node.args[0].func.id == "range"
+        and (
+            isinstance(node.args[0], ast.Name)
+            or (
+                isinstance(node.args[0], ast.Call)
+                and isinstance(node.args[0].func, ast.Name)
+                and node.args[0].func.id == "range"
+            )
+        )
     )
 
 
@@ -353,7 +358,7 @@ def test_for_range_loop_is_not_unrolled(tmp_path: Path) -> None:
     for iterations in (3, 30, 3000):
         fn = function_from_source(tmp_path, literal_loop_source(iterations))
         compiled = grad(fn)
-        assert "reversed(range(" in compiled.source
+        assert "reversed(" in compiled.source
         generated = generated_function(compiled.source, compiled.__name__)
         loops = [node for node in ast.walk(generated) if isinstance(node, ast.For)]
         assert len(loops) >= 2 and any(is_reversed_range(loop.iter) for loop in loops)

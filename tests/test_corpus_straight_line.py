@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from adcompile import grad, value_and_grad
+from adcompile import NoDerivativeError, grad, value_and_grad
 from adcompile.symbolic import sample_points
-from adcompile.testing import assert_grad_matches_sympy
+from adcompile.testing import assert_grad_matches_sympy, compare_source_with_sympy
 from tests.corpus import straight_line as corpus
-from tests.corpus.straight_line import CORPUS, DEFAULT_INTERVAL, Domain
+from tests.corpus.straight_line import CORPUS, DEFAULT_INTERVAL, NO_DERIVATIVE, TWINS, Domain
 
 POINT_COUNT = 5
 POINT_DECIMALS = 6
@@ -78,6 +78,17 @@ INT_POINTS: dict[str, tuple[int, ...]] = {
 }
 
 
+# Points that random sampling never hits, where the derivative exists all the same.
+EXACT_POINTS: dict[str, list[tuple[float, ...]]] = {
+    "square": [(0.0,)],
+    "cube_literal_power": [(0.0,)],
+    "float_power": [(0.0,)],
+    "math_pow_constant": [(0.0,)],
+    "builtin_pow_constant": [(0.0,)],
+    "powers_zero_and_one": [(0.0,), (0,)],
+}
+
+
 def corpus_params(names: Sequence[str] | None = None) -> list[Any]:
     """pytest params (function, domain) for the named corpus entries, or for all of them."""
     chosen = names if names is not None else list(FUNCTIONS)
@@ -126,7 +137,9 @@ def test_corpus_is_large_with_unique_names() -> None:
         for name, value in vars(corpus).items()
         if inspect.isfunction(value) and value.__module__ == corpus.__name__
     }
-    assert defined == set(names), "every corpus function is registered exactly once"
+    twins = {f.__name__ for fn, twin, _, _ in TWINS for f in (fn, twin)}
+    refused = {fn.__name__ for fn in NO_DERIVATIVE}
+    assert defined == set(names) | twins | refused, "every corpus function is registered"
 
 
 @pytest.mark.parametrize(("fn", "domain"), corpus_params())
@@ -153,6 +166,11 @@ def test_primal_is_finite_at_the_points(fn: Callable[..., Any], domain: Domain) 
 def test_grad_matches_sympy(fn: Callable[..., Any], domain: Domain) -> None:
     report = assert_grad_matches_sympy(fn, points=list(points_for(fn.__name__)))
     assert len(report.rows) == POINT_COUNT * len(param_names(fn))
+
+
+@pytest.mark.parametrize(("fn", "domain"), corpus_params(list(EXACT_POINTS)))
+def test_grad_matches_sympy_at_exact_points(fn: Callable[..., Any], domain: Domain) -> None:
+    assert_grad_matches_sympy(fn, points=EXACT_POINTS[fn.__name__])
 
 
 def wrt_variants(params: list[str]) -> list[object]:
@@ -186,6 +204,33 @@ def test_wrt_subset_agrees_with_full_gradient(fn: Callable[..., Any], domain: Do
     for args in points_for(fn.__name__):
         expected = full(*args)
         assert reverse(*args) == pytest.approx(tuple(reversed(expected)), rel=1e-12, abs=1e-15)
+
+
+def seeded_points(name: str, fn: Callable[..., Any], domain: Domain) -> list[dict[str, float]]:
+    """Five seeded points in ``domain``, as dicts."""
+    rng = random.Random(f"twin:{name}")
+    return [
+        {p: round(rng.uniform(*interval(domain, p)), POINT_DECIMALS) for p in param_names(fn)}
+        for _ in range(POINT_COUNT)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fn", "twin", "domain", "wrt"), TWINS, ids=[fn.__name__ for fn, *_ in TWINS]
+)
+def test_non_differentiable_helpers_match_sympy_of_twin(
+    fn: Callable[..., Any], twin: Callable[..., Any], domain: Domain, wrt: object
+) -> None:
+    points = seeded_points(fn.__name__, fn, domain)
+    assert all(fn(**point) == twin(**point) for point in points), "the twin must be equal"
+    report = compare_source_with_sympy(twin, grad(fn, wrt=wrt), points, wrt=wrt)
+    assert report.ok, report.table()
+
+
+@pytest.mark.parametrize("fn", NO_DERIVATIVE, ids=lambda fn: fn.__name__)
+def test_derivative_through_floor_or_round_is_refused(fn: Callable[..., Any]) -> None:
+    with pytest.raises(NoDerivativeError):
+        grad(fn)
 
 
 # --- the generated function --------------------------------------------------------------------

@@ -46,6 +46,7 @@ import inspect  # noqa: E402
 import linecache  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
+import textwrap  # noqa: E402
 from collections.abc import Callable, Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
@@ -61,8 +62,10 @@ GOLDEN_FUNCTIONS = (seed, square, sin_exp_chain, conditional, reused)
 ALL_FUNCTIONS = [*GOLDEN_FUNCTIONS, *(fn for fn, _ in CORPUS)]
 
 COMMENT = re.compile(r"^\s*# (line|adjoint of line) (\d+): (.*)$")
-TIMES_ONE = re.compile(r"\*\s*1\.0\b|(?<![\w.])1\.0\s*\*")
-PLUS_ZERO = re.compile(r"[+-]\s*0\.0\b|(?<![\w.])0\.0\s*\+")
+ADJOINT_COMMENT = "# adjoint of line "
+# `* 1.0` or `1.0 *` (not `** 1.0`, not `-1.0 *`), and `+ 0.0`, `- 0.0` or `0.0 +`.
+TIMES_ONE = re.compile(r"(?<!\*)\*\s*1\.0(?![\d.])|(?<!\*\s)(?<![\w.*\-])1\.0\s*\*(?!\*)")
+PLUS_ZERO = re.compile(r"[+-]\s*0\.0(?![\d.])|(?<![\w.\-])0\.0\s*\+")
 
 
 def golden_path(fn: Callable[..., Any]) -> Path:
@@ -111,20 +114,18 @@ def generated_sources(fn: Callable[..., Any]) -> list[str]:
     return [grad(fn).source, value_and_grad(fn).source]
 
 
-def code_lines(source: str) -> list[str]:
-    """The lines of ``source`` that are code, with trailing comments and docstrings removed."""
-    tree = ast.parse(source)
-    docstrings = {
-        node.body[0].lineno
-        for node in ast.walk(tree)
-        if isinstance(node, ast.FunctionDef) and ast.get_docstring(node) is not None
-    }
+def adjoint_section(source: str) -> str:
+    """The generated code from the first adjoint block on, with comments and docstring dropped.
+
+    The forward sweep is the user's own arithmetic, kept as written; the simplifier owns only
+    the adjoint sweep, so that is where trivial arithmetic must never appear.
+    """
     lines = source.splitlines()
-    return [
-        line.split("#", 1)[0]
-        for number, line in enumerate(lines, start=1)
-        if number not in docstrings and not line.lstrip().startswith("#")
-    ]
+    starts = [i for i, line in enumerate(lines) if line.lstrip().startswith(ADJOINT_COMMENT)]
+    if not starts:
+        return ""
+    code = [line.split("#", 1)[0].rstrip() for line in lines[starts[0] :]]
+    return textwrap.dedent("\n".join(line for line in code if line.strip()))
 
 
 def statement_lists(tree: ast.AST) -> Iterator[list[ast.stmt]]:
@@ -191,10 +192,11 @@ def function_lines(fn: Callable[..., Any]) -> tuple[str, range]:
 @pytest.mark.parametrize("fn", ALL_FUNCTIONS, ids=lambda fn: fn.__name__)
 def test_no_multiplication_by_one_or_addition_of_zero(fn: Callable[..., Any]) -> None:
     for source in generated_sources(fn):
-        code = "\n".join(code_lines(source))
-        assert not TIMES_ONE.findall(code), source
-        assert not PLUS_ZERO.findall(code), source
-        assert not trivial_arithmetic(ast.parse(source)), source
+        adjoint = adjoint_section(source)
+        assert not TIMES_ONE.findall(adjoint), source
+        assert not PLUS_ZERO.findall(adjoint), source
+        body = "def sweep():\n" + textwrap.indent(adjoint or "pass", "    ")
+        assert not trivial_arithmetic(ast.parse(body)), source
 
 
 @pytest.mark.parametrize("fn", ALL_FUNCTIONS, ids=lambda fn: fn.__name__)
@@ -269,3 +271,35 @@ def test_adjoint_section_starts_with_the_return(fn: Callable[..., Any]) -> None:
     if adjoint:
         last = max(statement_of.values())
         assert statement_of[adjoint[0]] == last, "the reverse sweep begins at the return"
+
+
+BAD_SOURCE = """\
+def bad_grad(x):
+    # line 2: a = x * x
+    a = x * x
+    # adjoint of line 3: return a
+    b_bad = 1.0
+    b_a = b_bad * 1.0
+    b_x = 0.0
+    b_x += b_a * x + 0.0
+    b_y = 1.0 * b_a ** 1
+    return b_x, b_y
+"""
+
+
+def test_structural_checks_catch_bad_text() -> None:
+    adjoint = adjoint_section(BAD_SOURCE)
+    assert adjoint.startswith("b_bad = 1.0")
+    assert TIMES_ONE.findall(adjoint) == ["* 1.0", "1.0 *"]
+    assert PLUS_ZERO.findall(adjoint) == ["+ 0.0"]
+    found = trivial_arithmetic(ast.parse(BAD_SOURCE))
+    assert found == ["b_bad * 1.0", "b_a * x + 0.0", "1.0 * b_a ** 1", "b_a ** 1"]
+    (function,) = ast.parse(BAD_SOURCE).body
+    assert zero_then_accumulate(function.body) == ["b_x"]
+    assert block_comments(BAD_SOURCE) == [("line", 2), ("adjoint of line", 3)]
+
+
+def test_structural_checks_accept_good_text() -> None:
+    good = "x ** 1.0 * 2.0\nb = -1.0 * x\nc = x * 1.05 + 10.0"
+    assert not TIMES_ONE.findall(good)
+    assert not PLUS_ZERO.findall(good)

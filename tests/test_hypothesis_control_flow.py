@@ -290,7 +290,7 @@ def binary(draw: Draw, a: Value, b: Value, scope: Scope, user_calls: bool) -> Va
         "div": lambda: Value(f"{a.text} / {positive(b, 1.0).text}", a.bound),
         "pow": lambda: power(draw, a, f"{spell(draw, 'sin')}({b.text})"),
         "atan2": lambda: call(draw, "atan2", a, positive(b, 0.5), bound=math.pi),
-        "hypot": lambda: call(draw, "hypot", a, b, bound=a.bound + b.bound),
+        "hypot": lambda: call(draw, "hypot", a, positive(b, 0.5), bound=a.bound + b.bound**2 + 0.5),
         "log_base": lambda: Value(
             f"{spell(draw, 'log')}({positive(a, 1.0).text}, {positive(b, 1.5).text})",
             math.log(a.bound**2 + 1.0) / math.log(1.5),
@@ -336,13 +336,14 @@ def call_text(draw: Draw, scope: Scope, callee: Callee) -> str:
 
 def operand(draw: Draw, scope: Scope, user_calls: bool) -> Value:
     """A float name in scope (mostly), an int scaled to a float, or a user call."""
-    kind = draw(st.integers(0, 9))
-    ints = [name for name in scope.ints if name != "_"]
-    if kind == 0 and ints:
-        return Value(f"(0.25 * {draw(st.sampled_from(ints))})", 0.25 * MAX_COUNT)
-    if kind == 1 and user_calls and scope.callees:
-        return Value(call_text(draw, scope, draw(st.sampled_from(scope.callees))), LIMIT)
-    return Value(draw(st.sampled_from(scope.floats)), LIMIT)
+    options: list[str | Callee] = [*scope.floats] * 4
+    options += [f"(0.25 * {name})" for name in scope.ints if name != "_"]
+    if user_calls:
+        options += scope.callees
+    choice = draw(st.sampled_from(options))
+    if isinstance(choice, Callee):
+        return Value(call_text(draw, scope, choice), LIMIT)
+    return Value(choice, 0.25 * MAX_COUNT if choice.startswith("(0.25") else LIMIT)
 
 
 def expression(draw: Draw, scope: Scope, user_calls: bool = True) -> Value:
@@ -647,8 +648,7 @@ def helper(draw: Draw, index: int, earlier: tuple[Callee, ...]) -> tuple[Callee,
     return Callee(name, tuple(params)), text
 
 
-@st.composite
-def programs(draw: Draw) -> Program:
+def build_program(draw: Draw) -> Program:
     """A module of 0-2 helpers and ``f`` of 1-3 floats and a count ``n``."""
     callees: tuple[Callee, ...] = ()
     texts: list[str] = []
@@ -665,6 +665,12 @@ def programs(draw: Draw) -> Program:
     names = draw(st.lists(st.sampled_from(scope.floats), min_size=1, max_size=2))
     body.append(f"return {' + '.join([expression(draw, scope).text, *names])}")
     return Program(tuple(params), floats, texts, body)
+
+
+@st.composite
+def programs(draw: Draw) -> Program:
+    """The strategy of ``build_program``."""
+    return build_program(draw)
 
 
 # --- what a program covers (hypothesis statistics) --------------------------------------------

@@ -710,6 +710,108 @@ def condition_is_bool_variable(x, y):
     return x * y if small else x - y
 
 
+# --- edge cases of the arithmetic -------------------------------------------------------------
+
+
+def powers_zero_and_one(x):
+    return x**0 + x**1 + x**1.0 * 2.0 + x**0.0
+
+
+def self_cancelling(x, y):
+    return x - x + y * 0 + x / x + 0 * x
+
+
+def negation_and_power_precedence(x):
+    return -(x**2) + (-x) ** 3 - x**-1.0 * 0.5
+
+
+def right_associative_power(x):
+    return x**0.5**2 + 2**x**2
+
+
+def negative_variable_exponent(x, y):
+    return x**-y + x ** (-y * 0.5)
+
+
+def int_base_power(x):
+    return 2**x + math.e**x
+
+
+def param_overwritten_by_constant(x, y):
+    x = 3.0
+    return x * y + x
+
+
+def constant_condition(x):
+    return x * x if K > 2 else -x
+
+
+def chained_comparison_of_params(x, y):
+    return x * y if -1.0 < x < y < 1.5 else x + y
+
+
+def conditional_inside_call(x, y):
+    return m.sin(x if x > y else y) * m.exp(y if y > 0.0 else -y)
+
+
+def conditional_in_tuple(x, y):
+    a, b = (x if x > 0 else -x), (y * x if y > x else y)
+    return a * b
+
+
+def unary_plus_chain(x):
+    return +(+(+x)) * +x  # noqa: B002 -- nested unary plus is the point
+
+
+def returns_constant_after_work(x):
+    a = x * x
+    a = a + 1.0
+    return 2.5
+
+
+def many_outputs_of_one_input(x, y, z, w):
+    return x * y + m.sin(z) * w - w / (x * x + 1.0)
+
+
+# --- non-differentiable helpers checked through a twin ----------------------------------------
+# math.floor and round have no derivative rule (and no SymPy counterpart in the reference):
+# each function below is compared with SymPy's partials of its twin, which is equal to it
+# away from the jumps but spells floor and round with // and comparisons.
+
+
+def floor_in_condition(x, y):
+    return x * y if math.floor(x) % 2 == 0 else x - y
+
+
+def floor_in_condition_twin(x, y):
+    return x * y if (x // 1) % 2 == 0 else x - y
+
+
+def round_in_condition(x):
+    return x * x if round(x) > 0 else -x
+
+
+def round_in_condition_twin(x):
+    return x * x if x > 0.5 else -x
+
+
+def floor_of_undifferentiated_param(x, n):
+    return x * m.floor(n) + x**2
+
+
+def floor_of_undifferentiated_param_twin(x, n):
+    return x * (n // 1) + x**2
+
+
+def floor_on_derivative_path(x):
+    return math.floor(x) * x
+
+
+def round_on_derivative_path(x, y):
+    a = round(x) + y
+    return a * y
+
+
 # --- the registry ---------------------------------------------------------------------------
 
 CORPUS: list[tuple[object, Domain]] = [
@@ -835,4 +937,28 @@ CORPUS: list[tuple[object, Domain]] = [
     (collide_builtin_names, None),
     (collide_everything, None),
     (condition_is_bool_variable, None),
+    (powers_zero_and_one, {"x": (0.2, 3.0)}),
+    (self_cancelling, {"x": (0.2, 3.0)}),
+    (negation_and_power_precedence, {"x": (0.3, 2.0)}),
+    (right_associative_power, {"x": (0.2, 1.5)}),
+    (negative_variable_exponent, {"x": BASE}),
+    (int_base_power, None),
+    (param_overwritten_by_constant, None),
+    (constant_condition, None),
+    (chained_comparison_of_params, None),
+    (conditional_inside_call, None),
+    (conditional_in_tuple, None),
+    (unary_plus_chain, None),
+    (returns_constant_after_work, None),
+    (many_outputs_of_one_input, None),
 ]
+
+# (function, twin, domain, wrt): grad(function, wrt=wrt) must match SymPy's partials of twin.
+TWINS: list[tuple[object, object, Domain, object]] = [
+    (floor_in_condition, floor_in_condition_twin, {"x": (-3.0, 3.0)}, None),
+    (round_in_condition, round_in_condition_twin, {"x": (-2.0, 2.0)}, None),
+    (floor_of_undifferentiated_param, floor_of_undifferentiated_param_twin, {"n": (0.1, 4.9)}, "x"),
+]
+
+# Functions whose derivative would flow through floor or round: grad must refuse them.
+NO_DERIVATIVE = [floor_on_derivative_path, round_on_derivative_path]
