@@ -43,38 +43,77 @@ def walk(node: ast.AST, prune: tuple[type, ...] = ()) -> Iterator[ast.AST]:
 
 def names_in(node: ast.AST) -> list[str]:
     """The identifiers of every ``Name`` under ``node`` (in no particular order)."""
-    found: list[str] = []
-    _collect_names(node, found)
+    found: list[ast.Name] = []
+    _collect(node, found, loads_only=False)
+    return [n.id for n in found]
+
+
+def loads_in(node: ast.AST) -> list[str]:
+    """The identifiers of the ``Name`` nodes under ``node`` that are read (not assigned)."""
+    found: list[ast.Name] = []
+    _collect(node, found, loads_only=True)
+    return [n.id for n in found]
+
+
+def name_nodes(node: ast.AST) -> list[ast.Name]:
+    """Every ``Name`` node under ``node``."""
+    found: list[ast.Name] = []
+    _collect(node, found, loads_only=False)
     return found
 
 
-def _collect_names(node: ast.AST, found: list[str]) -> None:
-    # Recursion specialised on the node classes generated code is made of: several times
-    # faster than a generic walk, and generated expressions are shallow.
+# Children to visit, per node class, for the classes generated code is made of. Recursion
+# specialised this way is several times faster than a generic walk.
+_CHILDREN: dict[type, tuple[str, ...]] = {
+    ast.BinOp: ("left", "right"),
+    ast.UnaryOp: ("operand",),
+    ast.Call: ("func", "args"),
+    ast.Attribute: ("value",),
+    ast.Expr: ("value",),
+    ast.Return: ("value",),
+    ast.Compare: ("left", "comparators"),
+    ast.BoolOp: ("values",),
+    ast.IfExp: ("test", "body", "orelse"),
+    ast.Tuple: ("elts",),
+    ast.List: ("elts",),
+    ast.Subscript: ("value", "slice"),
+    ast.Slice: ("lower", "upper", "step"),
+    ast.If: ("test", "body", "orelse"),
+    ast.While: ("test", "body", "orelse"),
+}
+# Children that are assignment targets: skipped when only reads are wanted.
+_TARGETS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    ast.Assign: (("targets",), ("value",)),
+    ast.AugAssign: (("target",), ("value",)),
+    ast.For: (("target",), ("iter", "body", "orelse")),
+}
+
+
+def _collect(node: ast.AST, found: list[ast.Name], loads_only: bool) -> None:
     cls = node.__class__
     if cls is ast.Name:
-        found.append(node.id)
-    elif cls is ast.Constant:
+        found.append(node)
         return
-    elif cls is ast.BinOp:
-        _collect_names(node.left, found)
-        _collect_names(node.right, found)
-    elif cls is ast.UnaryOp:
-        _collect_names(node.operand, found)
-    elif cls is ast.Assign:
-        for target in node.targets:
-            _collect_names(target, found)
-        _collect_names(node.value, found)
-    elif cls is ast.Call:
-        _collect_names(node.func, found)
-        for arg in node.args:
-            _collect_names(arg, found)
-    elif cls is ast.Attribute:
-        _collect_names(node.value, found)
-    else:
+    if cls is ast.Constant:
+        return
+    fields = _CHILDREN.get(cls)
+    if fields is None and cls in _TARGETS:
+        targets, others = _TARGETS[cls]
+        fields = others if loads_only else targets + others
+    if fields is None:
         for child in walk(node):
-            if child.__class__ is ast.Name:
-                found.append(child.id)
+            if child.__class__ is ast.Name and not (
+                loads_only and child.ctx.__class__ is not ast.Load
+            ):
+                found.append(child)
+        return
+    for field_name in fields:
+        value = getattr(node, field_name, None)
+        if value.__class__ is list:
+            for item in value:
+                _collect(item, found, loads_only)
+        elif value is not None:
+            _collect(value, found, loads_only)
 
 
 def clone(node: object) -> object:
@@ -119,8 +158,8 @@ def substitute(node: ast.AST, mapping: Mapping[str, ast.expr]) -> ast.AST:
 
 def rename_in_place(node: ast.AST, renames: Mapping[str, str]) -> None:
     """Rename every ``Name`` under ``node`` that ``renames`` lists."""
-    for child in walk(node):
-        if child.__class__ is ast.Name and child.id in renames:
+    for child in name_nodes(node):
+        if child.id in renames:
             child.id = renames[child.id]
 
 

@@ -68,14 +68,52 @@ def _placeholder(i: int) -> ast.Name:
     return ast.Name(id=ARG_PLACEHOLDER.format(i), ctx=ast.Load())
 
 
+def _bound_by(stmt: ast.stmt) -> tuple[list[ast.expr], list[ast.stmt]]:
+    """The targets a statement binds, and the statements nested in it (same scope)."""
+    cls = stmt.__class__
+    if cls is ast.Assign:
+        return stmt.targets, []
+    if cls is ast.AugAssign or cls is ast.AnnAssign:
+        return [stmt.target], []
+    if cls is ast.For or cls is ast.AsyncFor:
+        return [stmt.target], stmt.body + stmt.orelse
+    if cls is ast.If or cls is ast.While:
+        return [], stmt.body + stmt.orelse
+    if cls is ast.With or cls is ast.AsyncWith:
+        return [i.optional_vars for i in stmt.items if i.optional_vars], stmt.body
+    if cls is ast.Try:
+        handlers = [s for h in stmt.handlers for s in h.body]
+        return [], stmt.body + handlers + stmt.orelse + stmt.finalbody
+    return [], []
+
+
 def assigned_names(body: list[ast.stmt]) -> set[str]:
     """Names the function body binds (its locals), not looking into nested scopes."""
     found: set[str] = set()
-    for stmt in body:
-        for node in walk(stmt, prune=_NEW_SCOPES):
-            if node.__class__ is ast.Name and node.ctx.__class__ is ast.Store:
-                found.add(node.id)
+    stack = list(body)
+    while stack:
+        targets, nested = _bound_by(stack.pop())
+        stack.extend(nested)
+        for target in targets:
+            found.update(n.id for n in walk(target) if isinstance(n, ast.Name))
     return found
+
+
+def has_return(body: list[ast.stmt]) -> bool:
+    """True if a ``return`` appears among the statements (not in nested functions)."""
+    stack = list(body)
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, ast.Return):
+            return True
+        if not isinstance(stmt, _NEW_SCOPES):
+            stack.extend(
+                s
+                for field in ("body", "orelse", "finalbody", "handlers")
+                for s in getattr(stmt, field, [])
+            )
+            stack.extend(s for h in getattr(stmt, "handlers", []) for s in h.body)
+    return False
 
 
 _NEW_SCOPES = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.comprehension)
@@ -98,7 +136,7 @@ class Lowerer:
         self.closure: Lowerer | None = None  # the enclosing function of a nested def/lambda
         self.in_loop_test = False
         if parent is None:
-            self.names: NameTable = user_name_table(fs.node)
+            self.names: NameTable = user_name_table(fs.node, source=fs.text_of(fs.node))
             self.math_alias = "math"
             self.constants: dict[str, object] = {}
             self.constant_names: dict[tuple[int, str], str] = {}
@@ -118,12 +156,11 @@ class Lowerer:
         self._check_signature(node)
         params = self.fs.param_names()
         body = self._function_body(node)
-        self.locals = set(params) | assigned_names(body)
-        if not any(isinstance(n, ast.Return) for stmt in body for n in walk(stmt)):
+        if not has_return(body):
             where = body[-1] if body else self.fs.node
             raise self._error(UnsupportedSyntaxError, where, messages.MISSING_RETURN)
         body = Desugar(self.names).function_body(body)
-        self.locals |= assigned_names(body)
+        self.locals = set(params) | assigned_names(body)
         self.math_alias = self._choose_math_alias()
         for name in params:
             self.env[name] = name
@@ -601,7 +638,7 @@ class Lowerer:
         """Lower this (callee) function's body, its return value going to ``target``."""
         body = self._function_body(self.fs.node)
         self.locals = set(self.fs.param_names()) | assigned_names(body)
-        if not any(isinstance(n, ast.Return) for stmt in body for n in walk(stmt)):
+        if not has_return(body):
             where = body[-1] if body else self.fs.node
             raise self._error(UnsupportedSyntaxError, where, messages.MISSING_RETURN)
         body = Desugar(self.names).function_body(body)

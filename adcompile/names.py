@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import builtins
 import keyword
+import re
 from collections.abc import Iterable
 
 from .astutil import walk
@@ -99,7 +100,27 @@ def function_identifiers(node: ast.FunctionDef | ast.Lambda) -> set[str]:
     return found
 
 
-def user_name_table(node: ast.FunctionDef | ast.Lambda, extra: Iterable[str] = ()) -> NameTable:
-    """A name table with every identifier of the function and the builtins reserved."""
-    reserved = function_identifiers(node) | set(extra) | set(dir(builtins))
+_WORD = re.compile(r"[^\W\d]\w*")
+
+
+def user_name_table(
+    node: ast.FunctionDef | ast.Lambda, extra: Iterable[str] = (), source: str | None = None
+) -> NameTable:
+    """A name table with every identifier of the function and the builtins reserved.
+
+    Given the function's source text, every word in it is reserved: a superset of its
+    identifiers (words in strings and comments too), found far faster than by walking it.
+    """
+    if source is None:
+        words = function_identifiers(node)
+    else:
+        words = set(_WORD.findall(source))
+        # The function's own name on its `def` line is free for generated names (the
+        # gradient's output variable is named after it), unless the body uses it.
+        if isinstance(node, ast.FunctionDef):
+            body_start = node.body[0].lineno - node.lineno
+            body_text = "".join(source.splitlines(keepends=True)[body_start:])
+            if node.name not in _WORD.findall(body_text):
+                words.discard(node.name)
+    reserved = words | set(extra) | set(dir(builtins))
     return NameTable(reserved)

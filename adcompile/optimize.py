@@ -13,7 +13,7 @@ import math
 import operator
 from collections.abc import Callable
 
-from .astutil import map_children, names_in, rename_in_place, walk
+from .astutil import loads_in, map_children, names_in, rename_in_place
 from .reverse import ADJOINT
 
 _FOLDABLE: dict[type[ast.operator], Callable[[object, object], object]] = {
@@ -293,9 +293,8 @@ def _is_copy(stmt: ast.stmt) -> bool:
 def _read_counts(statements: list[ast.stmt], returns: ast.expr) -> dict[str, int]:
     counts: dict[str, int] = {}
     for node in [*statements, returns]:
-        for child in walk(node):
-            if child.__class__ is ast.Name and child.ctx.__class__ is ast.Load:
-                counts[child.id] = counts.get(child.id, 0) + 1
+        for name in loads_in(node):
+            counts[name] = counts.get(name, 0) + 1
     return counts
 
 

@@ -49,6 +49,10 @@ class FunctionSource:
         """Build an error of class ``cls`` pointing at ``node``."""
         return cls(message, self.locate(node))
 
+    def text_of(self, node: ast.AST) -> str:
+        """The source lines a node spans."""
+        return "".join(self.lines[node.lineno - 1 : node.end_lineno])
+
     def short_filename(self) -> str:
         """The file's base name, for comments in generated code."""
         return os.path.basename(self.filename)

@@ -79,6 +79,9 @@ TRICKY_NAMES = (
     "b_f",
     "f_grad",
 )
+# adcompile ignores the defaults of a lambda's (or nested def's) parameters: a call that
+# leaves one out is rejected ("the call to `g` gives no value for parameter `u`").
+LAMBDA_DEFAULTS = False
 LOOP_NAMES = ("i", "j", "l")
 COUNTER_NAMES = ("k", "c")
 LAMBDA_PARAMS = ("t", "u", "s")
@@ -448,7 +451,7 @@ def lambda_definition(draw: Draw, ctx: Context, scope: Scope) -> list[str]:
     if draw(st.integers(0, 3)) == 0 and shadowed not in names:
         names[0] = shadowed  # the parameter shadows a local or parameter of the function
     params = [Param(p) for p in names]
-    if len(params) == 2 and draw(st.booleans()):
+    if LAMBDA_DEFAULTS and len(params) == 2 and draw(st.booleans()):
         params[1] = Param(names[1], default=str(threshold(draw)))
     captured = [f for f in scope.floats if f not in names]
     # Parameters weigh thrice as much as captured names.
@@ -560,7 +563,7 @@ def while_loop(draw: Draw, ctx: Context, scope: Scope) -> list[str]:
     test = condition(draw, scope, user_calls=False)
     head = [f"{counter} += 1"]
     if kind == "counter_first":
-        header = f"while {counter} < {limit} and {test}:"
+        header = f"while {counter} < {limit} and ({test}):"
     elif kind == "value_first":
         header = f"while ({test}) and {counter} < {limit}:"
     elif kind == "counter_only":
