@@ -506,6 +506,10 @@ class Lowerer:
         self.locals |= new_locals
         self._statements(statements)
         self.block.append(Copy(target, Var(self.env[acc]), node.lineno))
+        # The accumulator and the comprehension's variables live only inside the reduction:
+        # forgetting them keeps later merges from copying values that may never be bound.
+        for name in new_locals:
+            self.env.pop(name, None)
 
     def _expr_IfExp(self, node: ast.IfExp, target: str) -> None:
         cond = self.names.numbered("cond")

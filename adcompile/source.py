@@ -151,6 +151,7 @@ def load_function(fn: object) -> FunctionSource:
         )
     code = fn.__code__
     filename = code.co_filename
+    linecache.checkcache(filename)  # a file edited since it was read (as inspect does)
     lines = linecache.getlines(filename, fn.__globals__)
     if not lines:
         raise AdcompileError(

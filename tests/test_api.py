@@ -6,6 +6,7 @@ import inspect
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -190,3 +191,13 @@ def test_import_and_grad_do_not_import_sympy(tmp_path):
     run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "(5.0, 5.0, 1.0)"
+
+
+def test_a_file_edited_after_import_is_read_again(tmp_path):
+    first = function_from_source(tmp_path, "def f(x):\n    return x * x\n")
+    assert grad(first)(3.0) == 6.0
+    path = Path(first.__code__.co_filename)
+    path.write_text("def f(x):\n    return x * x * x\n")  # same file, new content
+    namespace: dict[str, object] = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    assert grad(namespace["f"])(3.0) == 27.0

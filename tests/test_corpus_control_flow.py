@@ -422,3 +422,23 @@ def test_for_range_million_iterations_with_recorded_values() -> None:
 def test_for_range_million_iterations_record_free() -> None:
     derivative = grad(million_step_sum, wrt="x")(0.8, MILLION)
     assert math.isclose(derivative, 1.0, rel_tol=1e-9)
+
+
+def test_reduction_inside_a_loop_and_a_branch_leaves_nothing_unbound(tmp_path: Path) -> None:
+    """Regression: a sum() accumulator inside a loop used to leak into later merges."""
+    fn = function_from_source(
+        tmp_path,
+        """
+        def f(x, n):
+            y = 0.0
+            for i in range(n):
+                if x > 0.5:
+                    y = y + sum(x * j for j in range(i))
+            if x > 0:
+                y = y + 1.0
+            return y * x
+        """,
+    )
+    for n in (0, 1, 4):
+        for x in (0.7, -0.4):
+            assert_grad_matches_mp(fn, [{"x": x, "n": n}], "x")
