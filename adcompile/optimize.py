@@ -218,7 +218,11 @@ def drop_zero_contributions(statements: list[ast.stmt]) -> list[ast.stmt]:
             stmt.orelse = [s for s in stmt.orelse if not isinstance(s, ast.Pass)]
             for name in _reads(stmt):
                 zeroed.pop(name, None)
-        elif isinstance(stmt, ast.AugAssign) and stmt.target.id in zeroed:
+        elif (
+            isinstance(stmt, ast.AugAssign)
+            and isinstance(stmt.op, ast.Add | ast.Sub)
+            and stmt.target.id in zeroed
+        ):
             out[zeroed.pop(stmt.target.id)] = None
             stmt = assign_like(stmt)
         else:
@@ -231,8 +235,11 @@ def drop_zero_contributions(statements: list[ast.stmt]) -> list[ast.stmt]:
 
 
 def assign_like(stmt: ast.AugAssign) -> ast.Assign:
-    """``b = e`` for ``b += e``, keeping the generated-code tags."""
-    node = ast.Assign(targets=[stmt.target], value=stmt.value, lineno=0)
+    """``b = e`` for ``b += e`` (``b = -e`` for ``b -= e``), keeping the generated-code tags."""
+    value = stmt.value
+    if isinstance(stmt.op, ast.Sub):
+        value = ast.UnaryOp(op=ast.USub(), operand=value)
+    node = ast.Assign(targets=[stmt.target], value=value, lineno=0)
     node.adcompile_line = stmt.adcompile_line
     node.adcompile_sweep = stmt.adcompile_sweep
     return node

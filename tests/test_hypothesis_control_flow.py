@@ -1,4 +1,3 @@
-# PENDING, not collected: it finds a real bug (see the issue 3 note); rename to test_*.py to run.
 """Property-based differential test: random programs with control flow against mpmath.
 
 A hypothesis strategy writes a module of 0-2 helper functions and a function ``f`` of 1-3

@@ -1,0 +1,80 @@
+"""The optimisation passes on generated statements, one behaviour each."""
+
+from __future__ import annotations
+
+import ast
+
+from adcompile.optimize import drop_zero_contributions, eliminate_dead_code, simplify
+from adcompile.reference import assert_grad_matches_mp
+from adcompile.reverse import ADJOINT
+from tests.helpers import function_from_source
+
+
+def _adjoint_statements(text: str) -> list[ast.stmt]:
+    statements = ast.parse(text).body
+    for stmt in statements:
+        stmt.adcompile_sweep = ADJOINT
+        stmt.adcompile_line = 1
+    return statements
+
+
+def _text(statements: list[ast.stmt]) -> str:
+    return ast.unparse(ast.Module(body=statements, type_ignores=[]))
+
+
+def test_zero_then_subtract_becomes_a_negated_assignment():
+    out = drop_zero_contributions(_adjoint_statements("b = 0.0\nb -= g * x"))
+    assert _text(out) == "b = -(g * x)"
+
+
+def test_zero_then_add_becomes_an_assignment_and_zero_additions_vanish():
+    out = drop_zero_contributions(_adjoint_statements("b = 0.0\nb += 0.0\nb += g"))
+    assert _text(out) == "b = g"
+
+
+def test_zero_read_before_the_addition_is_kept():
+    out = drop_zero_contributions(_adjoint_statements("b = 0.0\nc = b\nb += g"))
+    assert _text(out) == "b = 0.0\nc = b\nb += g"
+
+
+def test_simplify_identities_and_literal_zero_factors():
+    cases = {
+        "g * 1": "g",
+        "1.0 * g": "g",
+        "g + 0": "g",
+        "-(-g)": "g",
+        "g * 2 * x ** (2 - 1)": "g * 2 * x",
+        "g * 0 * x ** -1": "0.0",
+        "x ** 2": "x * x",
+    }
+    for before, after in cases.items():
+        assert ast.unparse(simplify(ast.parse(before, mode="eval").body)) == after
+
+
+def test_dead_code_keeps_only_what_the_result_reads():
+    statements = _adjoint_statements("a = x * 2\nb = a + 1\nc = x * 3")
+    assert _text(eliminate_dead_code(statements, {"b"})) == "a = x * 2\nb = a + 1"
+
+
+def test_regression_negated_contribution_after_a_loop_accumulator(tmp_path):
+    # Found by the control-flow hypothesis test: `b_x = 0.0` (loop accumulator) followed by
+    # `b_x -= ...` was turned into `b_x = ...`, losing the sign.
+    fn = function_from_source(
+        tmp_path,
+        """
+        import math
+
+
+        def f(x, y):
+            if x < -0.83:
+                v1 = math.tanh(y - x)
+                for i in range(0):
+                    if x < -0.83:
+                        unused = x
+                        return y
+            else:
+                v1 = x
+            return v1 * x
+        """,
+    )
+    assert_grad_matches_mp(fn, [{"x": -1.2, "y": 0.5}, {"x": 0.4, "y": -0.3}])
