@@ -15,7 +15,6 @@ import re
 import warnings
 from dataclasses import dataclass
 
-from .astutil import names_in
 from .errors import UnsupportedSyntaxError
 from .ir import CoreFunction, Site
 from .reverse import FORWARD
@@ -119,17 +118,24 @@ def _function_def(gen: GeneratedFunction, comments: _Comments) -> ast.FunctionDe
     )
 
 
-def _uses(tree: ast.AST, name: str) -> bool:
-    return any(found == name for found in names_in(tree))
+def _to_source(statements: list[ast.stmt]) -> str:
+    # Statements are one primitive each, so astor's long-line splitter has nothing to do.
+    return astor.to_source(ast.Module(body=statements, type_ignores=[]), pretty_source="".join)
+
+
+def _reads_module(code: str, alias: str) -> bool:
+    # Generated code names the module only as `alias.attr`; a text search is far cheaper
+    # than walking the tree (comment markers and docstrings hold no such text).
+    return re.search(rf"(?<![\w.]){re.escape(alias)}\.", code) is not None
 
 
 def render_module(functions: list[GeneratedFunction], header: str) -> str:
     """The source text of a module holding the generated functions."""
     comments = _Comments()
-    defs = [_function_def(gen, comments) for gen in functions]
+    code = _to_source([_function_def(gen, comments) for gen in functions])
     prelude: list[ast.stmt] = []
     core = functions[0].core
-    if any(_uses(d, core.math_alias) for d in defs):
+    if _reads_module(code, core.math_alias):
         alias = None if core.math_alias == "math" else core.math_alias
         prelude.append(ast.Import(names=[ast.alias(name="math", asname=alias)]))
     constants: dict[str, object] = {}
@@ -138,10 +144,9 @@ def render_module(functions: list[GeneratedFunction], header: str) -> str:
     for name, value in sorted(constants.items()):
         target = ast.Name(id=name, ctx=ast.Store())
         prelude.append(ast.Assign(targets=[target], value=_constant_literal(value), lineno=0))
-    module = ast.Module(body=[*prelude, *defs], type_ignores=[])
-    # Statements are one primitive each, so astor's long-line splitter has nothing to do.
-    text = comments.substitute(astor.to_source(module, pretty_source="".join))
-    return f"{header}\n{text}"
+    if prelude:  # as astor lays out a module: two blank lines before the first def
+        code = f"{_to_source(prelude)}\n\n{code}"
+    return f"{header}\n{comments.substitute(code)}"
 
 
 def load_module(text: str, label: str) -> dict[str, object]:
