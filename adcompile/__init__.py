@@ -6,6 +6,7 @@ pass and then the adjoint sweep, one readable line per chain-rule step.
 
 from .api import dump, grad, value_and_grad
 from .errors import AdcompileError, NoDerivativeError, UnsupportedSyntaxError
+from .explain import explain
 from .rules.registry import RuleError
 from .rules.user import derivative, rule_scope
 
@@ -16,6 +17,7 @@ __all__ = [
     "UnsupportedSyntaxError",
     "derivative",
     "dump",
+    "explain",
     "grad",
     "rule_scope",
     "value_and_grad",

@@ -1,4 +1,5 @@
-"""The ``adcompile`` command: ``dump`` shows generated code, ``check`` verifies it with SymPy.
+"""The ``adcompile`` command: ``dump`` shows generated code, ``check`` verifies it with SymPy,
+``explain`` walks through backprop step by step and ``graph`` draws the computation graph.
 
 ``PATH.py:FUNC`` is read without running the file; ``package.module:FUNC`` imports the module.
 Errors are one located message on stderr and exit status 1; bad usage exits 2. No traceback.
@@ -17,12 +18,17 @@ from typing import Any
 
 from .api import generate_source
 from .errors import AdcompileError, UnsupportedSyntaxError, format_message
+from .graph import GraphError
 from .render import load_module
 from .source import FunctionSource, StaticFunction, load_from_file, load_function
 
 
 class UsageError(Exception):
     """Bad command-line input: reported in one line, exit status 2."""
+
+
+class RunError(Exception):
+    """The function failed at the given point (e.g. ``log`` of a negative): exit status 1."""
 
 
 def parse_target(target: str) -> tuple[str, str]:
@@ -97,10 +103,63 @@ def highlight(text: str, stream: Any) -> str:
 
 
 def command_dump(args: argparse.Namespace) -> int:
-    """Print the generated gradient module."""
+    """Print the generated gradient module (``--annotate``: beside the primal source)."""
     fs = load_target(args.target)
     text, _ = generate_source(fs, _wrt_argument(parse_wrt(args.wrt)))
+    if args.annotate:
+        from .explain import annotate
+
+        sys.stdout.write(annotate(text, fs))
+        return 0
     sys.stdout.write(highlight(text, sys.stdout))
+    return 0
+
+
+def _explained(args: argparse.Namespace, required: bool) -> tuple[FunctionSource, Any]:
+    """Load the target and, given ``--at``, run the explanation there."""
+    from .api import resolve_wrt
+    from .explain import explain_source
+
+    fs = load_target(args.target)
+    wrt = _wrt_argument(parse_wrt(args.wrt))
+    if args.at is None:
+        if required:
+            raise UsageError("explain needs a point: --at NAME=VALUE,... (e.g. --at x=4,y=-3)")
+        resolve_wrt(fs.param_names(), wrt, fs.name)  # a bad --wrt is still reported
+        return fs, None
+    point = parse_point(args.at, fs.param_names())
+    resolve_wrt(fs.param_names(), wrt, fs.name)
+    try:
+        return fs, explain_source(fs, point, wrt)
+    except (ArithmeticError, ValueError) as exc:  # raised by the user's function at the point
+        notes = "; ".join(getattr(exc, "__notes__", []))
+        raise RunError(f"{exc} at {args.at}" + (f", {notes}" if notes else "")) from None
+
+
+def command_explain(args: argparse.Namespace) -> int:
+    """Print the forward and reverse sweep at a point, step by step."""
+    _, explanation = _explained(args, required=True)
+    if args.format == "json":
+        print(explanation.to_json())
+    elif args.format == "markdown":
+        sys.stdout.write(explanation.to_markdown(all_iterations=args.all))
+    else:
+        sys.stdout.write(explanation.to_text(all_iterations=args.all))
+    return 0
+
+
+def command_graph(args: argparse.Namespace) -> int:
+    """Write the computation graph as .dot, .svg, .png or .pdf."""
+    from .graph import executed_graph, output_format, static_graph, write_graph
+
+    try:
+        output_format(args.output)  # an unknown suffix fails before any work
+    except GraphError as exc:
+        raise UsageError(str(exc)) from None
+    fs, explanation = _explained(args, required=False)
+    graph = executed_graph(explanation) if explanation is not None else static_graph(fs)
+    write_graph(graph, args.output)
+    print(f"wrote {args.output}")
     return 0
 
 
@@ -154,12 +213,24 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     dump = commands.add_parser("dump", help="print the generated gradient code")
     check = commands.add_parser("check", help="verify the gradient against SymPy")
-    for sub in (dump, check):
+    explain = commands.add_parser("explain", help="backprop at a point, step by step")
+    graph = commands.add_parser("graph", help="draw the computation graph")
+    for sub in (dump, check, explain, graph):
         sub.add_argument("target", help="PATH.py:FUNC or package.module:FUNC")
         sub.add_argument("--wrt", help="comma-separated parameter names (default: all)")
+    dump.add_argument(
+        "--annotate", action="store_true", help="show the primal source beside the generated code"
+    )
     check.add_argument("--at", help="a point, e.g. x=4,y=-3,z=5 (default: random points)")
+    explain.add_argument("--at", help="the point, e.g. x=4,y=-3,z=5 (required)")
+    explain.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    explain.add_argument("--all", action="store_true", help="show every loop iteration")
+    graph.add_argument("--at", help="a point: values on the nodes, adjoints on reverse edges")
+    graph.add_argument("-o", "--output", required=True, help="graph.svg, graph.png or graph.dot")
     dump.set_defaults(run=command_dump)
     check.set_defaults(run=command_check)
+    explain.set_defaults(run=command_explain)
+    graph.set_defaults(run=command_graph)
     return parser
 
 
@@ -174,10 +245,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"adcompile: error: {exc}", file=sys.stderr)
         return 2
+    except RunError as exc:
+        print(f"adcompile: error: {exc}", file=sys.stderr)
+        return 1
     except ValueError as exc:  # a bad --wrt, reported by resolve_wrt
         print(f"adcompile: error: {exc}", file=sys.stderr)
         return 2
-    except (LookupError, FileNotFoundError) as exc:
+    except (LookupError, FileNotFoundError, GraphError, OSError) as exc:
         print(f"adcompile: error: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:

@@ -48,6 +48,8 @@ class NameTable:
     def __init__(self, reserved: Iterable[str] = ()) -> None:
         self.taken: set[str] = set(reserved) | set(keyword.kwlist) | {"None", "True", "False"}
         self._counters: dict[str, int] = {}
+        # Which user name each fresh version stands for (``x_2`` -> ``x``): for explanations.
+        self.bases: dict[str, str] = {}
 
     def reserve(self, name: str) -> None:
         """Mark ``name`` as used."""
@@ -66,6 +68,7 @@ class NameTable:
             self._counters[name] = k
             name = candidate
         self.taken.add(name)
+        self.bases[name] = base
         return name
 
     def numbered(self, stem: str) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from .errors import UnsupportedSyntaxError
 from .ir import CoreFunction, Site
+from .notes import instrument
 from .reverse import FORWARD
 from .source import FunctionSource
 
@@ -150,9 +151,13 @@ def render_module(functions: list[GeneratedFunction], header: str) -> str:
 
 
 def load_module(text: str, label: str) -> dict[str, object]:
-    """Execute generated module text; tracebacks and debuggers can show its lines."""
+    """Execute generated module text; tracebacks and debuggers can show its lines.
+
+    What runs is the text's own tree with each function body inside a ``try`` that notes the
+    user's line on an error (``notes.py``); the text itself is unchanged.
+    """
     filename = f"<adcompile {label} #{next(_COUNTER)}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
     namespace: dict[str, object] = {"__name__": "adcompile_generated"}
-    exec(compile(text, filename, "exec"), namespace)
+    exec(compile(instrument(text, filename, namespace), filename, "exec"), namespace)
     return namespace

@@ -1,0 +1,1118 @@
+"""Explain backprop step by step: the forward and the reverse sweep of a function at a point.
+
+``explain(fn, *args)`` walks the core form (``lower.py``) with an interpreter: the forward
+sweep evaluates every primitive on the user's values; the reverse sweep walks the executed
+statements backwards, accumulating one adjoint per variable. Each local derivative is the
+compiler's own rule template (``adcompile/rules/``), shown with the user's variable names and
+then with numbers, so the explanation and the generated code share one source of truth.
+
+The steps are data (``Explanation.steps``); ``str()`` gives the text form, ``to_markdown()``
+a table and ``to_json()`` the JSON form, whose shape is ``JSON_SCHEMA`` below (a JSON
+Schema): an object with the function, point, value, gradient and a list of steps, each step
+with ``sweep`` (``forward``/``backward``), ``kind`` (``assign``, ``test``, ``branch``,
+``iteration``, ``seed``, ``adjoint``, ``sum``), ``line``, ``where`` (the function and file of
+an inlined line, else null), ``source`` (the line's text), ``target``, ``formula``,
+``numbers``, ``value`` and ``loops`` (the enclosing loop iterations); adjoint steps add
+``of``, ``local``, ``local_value``, ``rule`` and ``accumulates``; sum steps add ``terms`` and
+``uses``.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import math
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .api import resolve_wrt
+from .astutil import clone, names_in, substitute
+from .ir import (
+    Apply,
+    Atom,
+    Const,
+    Copy,
+    CoreFunction,
+    Global,
+    If,
+    Line,
+    Loop,
+    Opaque,
+    Return,
+    Site,
+    Stmt,
+    Var,
+    atom_expr,
+    fill_placeholders,
+)
+from .lower import lower_function
+from .notes import line_origins, sweep_note
+from .optimize import simplify
+from .reverse import Activity, analyze_activity
+from .rules import Rule
+from .source import FunctionSource, load_function
+
+FORWARD = "forward"
+BACKWARD = "backward"
+KINDS = ("assign", "test", "branch", "iteration", "seed", "adjoint", "sum")
+# Iterations shown in full at each end of a loop unless every iteration is asked for.
+SHOWN_AT_EACH_END = 2
+
+_NUMBER = {"type": ["number", "boolean", "null"]}
+_TEXT = {"type": "string"}
+_MAYBE_TEXT = {"type": ["string", "null"]}
+JSON_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["function", "file", "point", "wrt", "value", "gradient", "steps"],
+    "properties": {
+        "function": _TEXT,
+        "file": _TEXT,
+        "point": {"type": "object", "additionalProperties": _NUMBER},
+        "wrt": {"type": "array", "items": _TEXT},
+        "value": _NUMBER,
+        "gradient": {"type": "object", "additionalProperties": {"type": "number"}},
+        "steps": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": [
+                    "sweep",
+                    "kind",
+                    "line",
+                    "where",
+                    "source",
+                    "target",
+                    "formula",
+                    "numbers",
+                    "value",
+                    "loops",
+                ],
+                "properties": {
+                    "sweep": {"enum": [FORWARD, BACKWARD]},
+                    "kind": {"enum": list(KINDS)},
+                    "line": {"type": ["integer", "null"]},
+                    "where": _MAYBE_TEXT,
+                    "source": _TEXT,
+                    "target": _TEXT,
+                    "formula": _TEXT,
+                    "numbers": _TEXT,
+                    "value": _NUMBER,
+                    "loops": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["line", "iteration", "count"],
+                            "properties": {
+                                "line": {"type": "integer"},
+                                "iteration": {"type": "integer"},
+                                "count": {"type": "integer"},
+                            },
+                        },
+                    },
+                    "of": _MAYBE_TEXT,
+                    "local": _MAYBE_TEXT,
+                    "local_value": _NUMBER,
+                    "rule": _MAYBE_TEXT,
+                    "accumulates": {"type": "boolean"},
+                    "terms": {"type": "array", "items": {"type": "number"}},
+                    "uses": {"type": "array", "items": {"type": "integer"}},
+                },
+            },
+        },
+    },
+}
+
+
+@dataclass
+class LoopPosition:
+    """One iteration of one run of a loop: ``iteration`` counts from 1 up to ``count``."""
+
+    line: int
+    iteration: int
+    count: int = 0  # set when the loop has finished
+    run: int = 0  # which run of the loop (a loop nested in another runs many times)
+
+
+@dataclass
+class Step:
+    """One step of an explanation: a forward value, a branch, an adjoint contribution..."""
+
+    sweep: str
+    kind: str
+    line: int | None
+    where: str | None
+    source: str
+    target: str
+    formula: str
+    numbers: str
+    value: float | int | bool | None
+    loops: list[LoopPosition] = field(default_factory=list)
+    of: str | None = None
+    local: str | None = None
+    local_value: float | int | None = None
+    rule: str | None = None
+    accumulates: bool = False
+    terms: list[float] | None = None
+    uses: list[int] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The step as JSON-ready data (see ``JSON_SCHEMA``)."""
+        data: dict[str, Any] = {
+            "sweep": self.sweep,
+            "kind": self.kind,
+            "line": self.line,
+            "where": self.where,
+            "source": self.source,
+            "target": self.target,
+            "formula": self.formula,
+            "numbers": self.numbers,
+            "value": _json_number(self.value),
+            "loops": [
+                {"line": p.line, "iteration": p.iteration, "count": p.count} for p in self.loops
+            ],
+        }
+        if self.kind == "adjoint":
+            data.update(
+                of=self.of,
+                local=self.local,
+                local_value=_json_number(self.local_value),
+                rule=self.rule,
+                accumulates=self.accumulates,
+            )
+        if self.kind == "sum":
+            data.update(terms=[_json_number(t) for t in self.terms or []], uses=self.uses)
+        return data
+
+
+@dataclass
+class Operand:
+    """An input of an operation in the executed graph: another node or a constant."""
+
+    node: int | None  # the producing Operation's index, or None for a constant
+    text: str
+    adjoint: float | None = None  # what the reverse sweep sent back along this edge
+
+
+@dataclass
+class Operation:
+    """A node of the executed computation graph (an input or one primitive application)."""
+
+    index: int
+    kind: str  # "input" or "apply"
+    label: str  # `q = x + y`, `x`, `log(q)`
+    name: str  # the variable's display name (a temporary's expression for a temporary)
+    value: float | int | bool | None
+    line: int | None
+    operands: list[Operand] = field(default_factory=list)
+    adjoint: float | None = None
+    output: bool = False
+
+
+@dataclass
+class Explanation:
+    """The result of ``explain``: ``str()`` is the text form, ``steps`` the same as data."""
+
+    function: str
+    filename: str
+    point: dict[str, Any]
+    wrt: tuple[str, ...]
+    value: Any
+    gradient: dict[str, float]
+    steps: list[Step]
+    operations: list[Operation]
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def to_text(self, all_iterations: bool = False) -> str:
+        """The explanation as aligned text; loops summarised unless ``all_iterations``."""
+        return _format_text(self, all_iterations)
+
+    def to_markdown(self, all_iterations: bool = False) -> str:
+        """The explanation as a GitHub-flavoured Markdown table."""
+        return _format_markdown(self, all_iterations)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The explanation as JSON-ready data (see ``JSON_SCHEMA``)."""
+        return {
+            "function": self.function,
+            "file": self.filename,
+            "point": {k: _json_number(v) for k, v in self.point.items()},
+            "wrt": list(self.wrt),
+            "value": _json_number(self.value),
+            "gradient": {k: _json_number(v) for k, v in self.gradient.items()},
+            "steps": [step.as_dict() for step in self.steps],
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """The explanation as JSON text (every step, loops not summarised)."""
+        return json.dumps(self.as_dict(), indent=indent, allow_nan=False)
+
+
+def _json_number(value: Any) -> Any:
+    # JSON has no nan or inf: they become null, as JSON.stringify does.
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+# ----- number and expression display -----------------------------------------------------
+def format_number(value: object) -> str:
+    """A short form of a value: ``4`` for 4.0, six significant digits otherwise."""
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        return f"{value:.6g}"
+    return repr(value)
+
+
+def _number_node(value: object) -> ast.expr:
+    # A Name whose id is the number's text: unparse prints it verbatim, negatives in brackets.
+    text = format_number(value)
+    return ast.Name(id=f"({text})" if text.startswith("-") else text, ctx=ast.Load())
+
+
+def _is_simple(text: str) -> bool:
+    return text.isidentifier()
+
+
+def adjoint_label(function: str, name: str) -> str:
+    """``df/dx``; ``df/d(log(q))`` for a sub-expression."""
+    return f"d{function}/d{name}" if _is_simple(name) else f"d{function}/d({name})"
+
+
+# ----- the interpreter -------------------------------------------------------------------
+@dataclass
+class _Event:
+    """An executed statement, for the reverse sweep."""
+
+    kind: str  # "apply", "copy", "iteration", "branch"
+    stmt: Stmt | None
+    loops: list[LoopPosition]
+    values: list[Any] = field(default_factory=list)
+    labels: list[ast.expr] = field(default_factory=list)
+    result: Any = None
+    target_label: str = ""
+    visible: bool = True
+    operation: Operation | None = None
+    taken: bool = False
+
+
+class _Interpreter:
+    """Runs a core function forwards, then backwards, recording explanation steps."""
+
+    def __init__(self, core: CoreFunction, fs: FunctionSource, wrt: tuple[str, ...]) -> None:
+        self.core = core
+        self.fs = fs
+        self.wrt = wrt
+        self.fname = fs.name if fs.name.isidentifier() else "f"
+        self.activity: Activity = analyze_activity(core, list(wrt))
+        self.namespace: dict[str, Any] = {core.math_alias: math, "math": math}
+        self.namespace.update(core.constants)
+        self.env: dict[str, Any] = {}
+        self.labels: dict[str, ast.expr] = {}
+        self.producers: dict[str, Operand] = {}
+        self.events: list[_Event] = []
+        self.steps: list[Step] = []
+        self.operations: list[Operation] = []
+        self.loops: list[LoopPosition] = []
+        self.runs: dict[int, int] = {}
+        self.quiet = 0  # inside a user rule's forward body: values only, no steps
+        self.strip = re.compile(rf"\b(?:{re.escape(core.math_alias)}|math)\.")
+
+    # ----- names -----------------------------------------------------------------------
+    def display(self, name: str) -> str:
+        """The user's name for a version of a variable (``x_2`` -> ``x``)."""
+        bases = self.core.names.bases if self.core.names is not None else {}
+        seen = set()
+        while name in bases and bases[name] != name and name not in seen:
+            seen.add(name)
+            name = bases[name]
+        return self.fname if name == self.core.output else name
+
+    def text(self, expr: ast.expr) -> str:
+        """Source text of a display expression, without the ``math.`` prefix."""
+        return self.strip.sub("", ast.unparse(expr))
+
+    def is_temporary(self, name: str) -> bool:
+        return name in self.core.temporaries
+
+    # ----- forward ---------------------------------------------------------------------
+    def run(self, args: dict[str, Any]) -> Any:
+        for name in self.core.params:
+            self.env[name] = args[name]
+            self.labels[name] = ast.Name(id=self.display(name), ctx=ast.Load())
+            operation = self._operation("input", name, name, args[name], self.fs.node.lineno)
+            self.producers[name] = Operand(operation.index, name)
+        return self.block(self.core.body)
+
+    def _operation(
+        self, kind: str, label: str, name: str, value: Any, line: Line | None
+    ) -> Operation:
+        number = line.line if isinstance(line, Site) else line
+        operation = Operation(len(self.operations), kind, label, name, value, number)
+        self.operations.append(operation)
+        return operation
+
+    def block(self, block: list[Stmt]) -> Any:
+        for stmt in block:
+            try:
+                result = self.statement(stmt)
+            except Exception as exc:
+                self._note(exc, stmt.line, FORWARD)
+                raise
+            if isinstance(stmt, Return):
+                return result
+        return None
+
+    def statement(self, stmt: Stmt) -> Any:
+        if isinstance(stmt, Apply):
+            self.apply(stmt)
+        elif isinstance(stmt, Copy):
+            self.copy(stmt)
+        elif isinstance(stmt, Opaque):
+            self.opaque(stmt)
+        elif isinstance(stmt, If):
+            self.branch(stmt)
+        elif isinstance(stmt, Loop):
+            self.loop(stmt)
+        elif isinstance(stmt, Return):
+            return self.value(stmt.value)
+        return None
+
+    def value(self, atom: Atom) -> Any:
+        if isinstance(atom, Var):
+            return self.env[atom.name]
+        if isinstance(atom, Const):
+            return atom.value
+        return eval(_compiled(atom.expr), self.namespace)
+
+    def label(self, atom: Atom) -> ast.expr:
+        if isinstance(atom, Var):
+            return clone(self.labels[atom.name])
+        if isinstance(atom, Global):
+            return ast.Name(id=self.strip.sub("", atom.text), ctx=ast.Load())
+        return atom_expr(atom)
+
+    def operand(self, atom: Atom, value: Any) -> Operand:
+        if isinstance(atom, Var) and atom.name in self.producers:
+            found = self.producers[atom.name]
+            return Operand(found.node, found.text)
+        return Operand(None, format_number(value))
+
+    def _record(
+        self, step_kind: str, stmt: Stmt, target: str, formula: str, numbers: str, value: Any
+    ) -> None:
+        if self.quiet:
+            return
+        line, where = _line_parts(stmt.line)
+        self.steps.append(
+            Step(
+                FORWARD,
+                step_kind,
+                line,
+                where,
+                self._source(stmt.line),
+                target,
+                formula,
+                numbers,
+                value,
+                list(self.loops),
+            )
+        )
+
+    def _source(self, line: Line) -> str:
+        return line.text if isinstance(line, Site) else self.fs.source_line(line)
+
+    def apply(self, stmt: Apply) -> None:
+        values = [self.value(a) for a in stmt.args]
+        if stmt.forward:  # a user rule: the function's own body computes the value
+            self.quiet += 1
+            try:
+                self.block(stmt.forward)
+            finally:
+                self.quiet -= 1
+            result = self.env[stmt.target]
+        else:
+            result = stmt.rule.primal(*values)
+        labels = [self.label(a) for a in stmt.args]
+        expr = fill_placeholders(stmt.render, [clone(lb) for lb in labels])
+        numbers = self.text(fill_placeholders(stmt.render, [_number_node(v) for v in values]))
+        self.env[stmt.target] = result
+        shown = self.text(expr)
+        if self.is_temporary(stmt.target):
+            self.labels[stmt.target] = expr
+            target, formula = shown, shown
+        else:
+            target = self.display(stmt.target)
+            self.labels[stmt.target] = ast.Name(id=target, ctx=ast.Load())
+            formula = f"{target} = {shown}"
+        self._record("assign", stmt, target, formula, numbers, result)
+        if self.quiet:
+            return
+        operation = self._operation("apply", formula, target, result, stmt.line)
+        operation.operands = [self.operand(a, v) for a, v in zip(stmt.args, values, strict=True)]
+        self.producers[stmt.target] = Operand(operation.index, target)
+        self.events.append(
+            _Event(
+                "apply", stmt, list(self.loops), values, labels, result, target, operation=operation
+            )
+        )
+
+    def copy(self, stmt: Copy) -> None:
+        value = self.value(stmt.source)
+        label = self.label(stmt.source)
+        self.env[stmt.target] = value
+        source_text = self.text(label)
+        if self.is_temporary(stmt.target):
+            self.labels[stmt.target] = label
+            target = source_text
+        else:
+            target = self.display(stmt.target)
+            self.labels[stmt.target] = ast.Name(id=target, ctx=ast.Load())
+        # Copies the lowering adds (loop headers, merges of branches) read `x = x`: not shown.
+        visible = target != source_text and not (
+            isinstance(stmt.source, Const) and stmt.source.value is None
+        )
+        if visible:
+            numbers = format_number(value)
+            self._record("assign", stmt, target, f"{target} = {source_text}", numbers, value)
+        if self.quiet:
+            return
+        self.producers[stmt.target] = self.operand(stmt.source, value)
+        if isinstance(stmt.source, Var) and stmt.source.name in self.producers:
+            self.producers[stmt.target].text = target
+        self.events.append(
+            _Event("copy", stmt, list(self.loops), [value], [label], value, target, visible)
+        )
+
+    def _evaluate(self, expr: ast.expr) -> Any:
+        return eval(_compiled(expr), {**self.namespace, "__builtins__": __builtins__}, self.env)
+
+    def _relabel(self, expr: ast.expr, numbers: bool) -> str:
+        mapping: dict[str, ast.expr] = {}
+        for name in names_in(expr):
+            if name in self.env:
+                mapping[name] = _number_node(self.env[name]) if numbers else self.labels[name]
+        return self.text(substitute(expr, mapping))
+
+    def opaque(self, stmt: Opaque) -> None:
+        value = self._evaluate(stmt.expr)
+        shown = self._relabel(stmt.expr, numbers=False)
+        numbers = self._relabel(stmt.expr, numbers=True)
+        self.env[stmt.target] = value
+        if stmt.no_rule is None and not self.is_temporary(stmt.target):
+            # A branch test: later shown by the branch it decides.
+            self.labels[stmt.target] = _parse(shown)
+            self._record("test", stmt, shown, shown, numbers, value)
+            return
+        target = shown if self.is_temporary(stmt.target) else self.display(stmt.target)
+        self.labels[stmt.target] = ast.Name(id=target, ctx=ast.Load())
+        formula = shown if target == shown else f"{target} = {shown}"
+        self._record("assign", stmt, target, formula, numbers, value)
+
+    def branch(self, stmt: If) -> None:
+        taken = bool(self.env[stmt.cond])
+        test = self.text(self.labels[stmt.cond])
+        which = "if" if taken else "else"
+        formula = f"runs the {which} branch ({test} is {taken})"
+        self._record("branch", stmt, which, formula, "", taken)
+        self.block(stmt.body if taken else stmt.orelse)
+        if not self.quiet:
+            event = _Event("branch", stmt, list(self.loops), taken=taken)
+            event.target_label = formula
+            self.events.append(event)
+
+    def loop(self, stmt: Loop) -> None:
+        run = self.runs[id(stmt)] = self.runs.get(id(stmt), 0) + 1
+        line = stmt.line.line if isinstance(stmt.line, Site) else stmt.line
+        positions: list[LoopPosition] = []
+        indices = iter(range(*[self.value(b) for b in stmt.bounds])) if stmt.test is None else None
+        while True:
+            if indices is not None:
+                index = next(indices, _DONE)
+                if index is _DONE:
+                    break
+                self.env[stmt.index] = index
+            elif not self._evaluate(stmt.test):
+                break
+            position = LoopPosition(line, len(positions) + 1, run=run)
+            positions.append(position)
+            self.loops.append(position)
+            try:
+                self._iteration(stmt, position, indices is not None)
+            finally:
+                self.loops.pop()
+            if stmt.exit_when is not None and self._evaluate(stmt.exit_when):
+                break
+        for position in positions:
+            position.count = len(positions)
+
+    def _iteration(self, stmt: Loop, position: LoopPosition, counted: bool) -> None:
+        index = f" ({self.display(stmt.index)} = {self.env[stmt.index]})" if counted else ""
+        formula = f"iteration {position.iteration}{index}"
+        self._record("iteration", stmt, "", formula, "", position.iteration)
+        self.block(stmt.body)
+        for edge in stmt.back_edges:
+            self.copy(edge)
+        if not self.quiet:
+            self.events.append(_Event("iteration", stmt, list(self.loops)))
+
+    def _note(self, exc: BaseException, line: Line, sweep: str) -> None:
+        if getattr(exc, "_adcompile_noted", False):
+            return
+        exc._adcompile_noted = True
+        number, where = _line_parts(line)
+        where = where or os.path.basename(self.fs.filename)
+        exc.add_note(sweep_note(sweep, number, where, self._source(line)))
+
+    # ----- backward --------------------------------------------------------------------
+    def backward(self) -> dict[str, float]:
+        self.adjoints: dict[str, float] = {}
+        self.uses: dict[str, list[tuple[float, int | None]]] = {}
+        output = self.core.output
+        if self.activity.active(output):
+            self.adjoints[output] = 1.0
+            self.uses[output] = [(1.0, None)]
+            start = adjoint_label(self.fname, self.fname)
+            self.steps.append(
+                Step(BACKWARD, "seed", None, None, "", self.fname, f"{start} = 1", "1", 1.0)
+            )
+        for event in reversed(self.events):
+            try:
+                self._backward_event(event)
+            except Exception as exc:
+                if event.stmt is not None:
+                    self._note(exc, event.stmt.line, BACKWARD)
+                raise
+        gradient = {}
+        for param in self.wrt:
+            self._sum(param, None, [])
+            gradient[param] = float(self.adjoints.get(param, 0.0))
+        return gradient
+
+    def _backward_event(self, event: _Event) -> None:
+        stmt = event.stmt
+        if event.kind == "iteration":
+            position = event.loops[-1]
+            formula = f"iteration {position.iteration}, backwards"
+            line, where = _line_parts(stmt.line)
+            self.steps.append(
+                Step(
+                    BACKWARD,
+                    "iteration",
+                    line,
+                    where,
+                    self._source(stmt.line),
+                    "",
+                    formula,
+                    "",
+                    position.iteration,
+                    event.loops,
+                )
+            )
+        elif event.kind == "branch":
+            line, where = _line_parts(stmt.line)
+            which = "if" if event.taken else "else"
+            formula = f"back through the {which} branch"
+            self.steps.append(
+                Step(
+                    BACKWARD,
+                    "branch",
+                    line,
+                    where,
+                    self._source(stmt.line),
+                    which,
+                    formula,
+                    "",
+                    event.taken,
+                    event.loops,
+                )
+            )
+        elif event.kind == "copy":
+            self._backward_copy(event)
+        else:
+            self._backward_apply(event)
+
+    def _take(self, name: str, event: _Event) -> float | None:
+        """The finished adjoint of ``name`` at its definition (None if nothing reached it)."""
+        if not self.activity.active(name) or name not in self.uses:
+            return None
+        self._sum(name, event.stmt, event.loops)
+        del self.uses[name]
+        # Earlier (in a loop: an earlier iteration's) values of the name start afresh.
+        return self.adjoints.pop(name, 0.0)
+
+    def _sum(self, name: str, stmt: Stmt | None, loops: list[LoopPosition]) -> None:
+        uses = self.uses.get(name, [])
+        if len(uses) < 2:
+            return
+        terms = [value for value, _ in uses]
+        lines = [line for _, line in uses if line is not None]
+        label = adjoint_label(self.fname, self._shown_name(name))
+        numbers = _plus(format_number(t) for t in terms)
+        line, where = _line_parts(stmt.line) if stmt is not None else (None, None)
+        source = self._source(stmt.line) if stmt is not None else ""
+        self.steps.append(
+            Step(
+                BACKWARD,
+                "sum",
+                line,
+                where,
+                source,
+                self._shown_name(name),
+                label,
+                numbers,
+                self.adjoints.get(name, 0.0),
+                list(loops),
+                terms=terms,
+                uses=lines,
+            )
+        )
+
+    def _shown_name(self, name: str) -> str:
+        label = self.labels.get(name)
+        if self.is_temporary(name) and label is not None:
+            return self.text(label)
+        return self.display(name)
+
+    def _give(self, name: str, value: float, line: int | None) -> bool:
+        """Add a contribution to ``name``'s adjoint; True if it adds to an earlier one."""
+        accumulates = name in self.uses
+        self.adjoints[name] = self.adjoints.get(name, 0.0) + value if accumulates else value
+        self.uses.setdefault(name, []).append((value, line))
+        return accumulates
+
+    def _backward_copy(self, event: _Event) -> None:
+        stmt = event.stmt
+        source = stmt.source
+        g = self._take(stmt.target, event)
+        if g is None or not isinstance(source, Var) or not self.activity.active(source.name):
+            return
+        line, where = _line_parts(stmt.line)
+        accumulates = self._give(source.name, g, line)
+        if not event.visible:
+            return
+        target = self.text(event.labels[0])
+        of = adjoint_label(self.fname, event.target_label)
+        mark = "+=" if accumulates else "="
+        self.steps.append(
+            Step(
+                BACKWARD,
+                "adjoint",
+                line,
+                where,
+                self._source(stmt.line),
+                target,
+                f"{adjoint_label(self.fname, target)} {mark} {of}",
+                format_number(g),
+                g,
+                event.loops,
+                of=event.target_label,
+                local="1",
+                local_value=1,
+                rule="copy",
+                accumulates=accumulates,
+            )
+        )
+
+    def _backward_apply(self, event: _Event) -> None:
+        stmt: Apply = event.stmt
+        g = self._take(stmt.target, event)
+        if event.operation is not None:
+            event.operation.adjoint = g
+        if g is None:
+            return
+        rule = stmt.rule
+        setup, adjoints = rule.parsed
+        line, where = _line_parts(stmt.line)
+        of = adjoint_label(self.fname, event.target_label)
+        for i, (atom, template) in enumerate(zip(stmt.args, adjoints, strict=True)):
+            if template is None or not isinstance(atom, Var) or not self.activity.active(atom.name):
+                continue
+            local = _LocalDerivative(rule, setup, template, event, self)
+            contribution = local.evaluate(g)
+            if event.operation is not None:
+                event.operation.operands[i].adjoint = contribution
+            accumulates = self._give(atom.name, contribution, line)
+            target = self.text(event.labels[i])
+            mark = "+=" if accumulates else "="
+            of_name = ast.Name(id=of, ctx=ast.Load())
+            product = ast.BinOp(left=of_name, op=ast.Mult(), right=local.symbolic)
+            numbers = ast.BinOp(left=_number_node(g), op=ast.Mult(), right=local.numeric)
+            self.steps.append(
+                Step(
+                    BACKWARD,
+                    "adjoint",
+                    line,
+                    where,
+                    self._source(stmt.line),
+                    target,
+                    f"{adjoint_label(self.fname, target)} {mark} {self.text(product)}",
+                    self.text(numbers),
+                    contribution,
+                    event.loops,
+                    of=event.target_label,
+                    local=self.text(local.symbolic),
+                    local_value=local.value,
+                    rule=rule.name,
+                    accumulates=accumulates,
+                )
+            )
+
+
+_DONE = object()
+
+
+class _LocalDerivative:
+    """A rule template's adjoint for one argument, with ``g = 1`` (the local derivative)."""
+
+    def __init__(
+        self, rule: Rule, setup: list[ast.stmt], template: ast.expr, event: _Event, owner: Any
+    ) -> None:
+        self.rule = rule
+        self.setup = setup
+        self.template = template
+        params = rule.params[: rule.arity]
+        self.values = dict(zip(params, event.values, strict=True))
+        self.values["result"] = event.result
+        symbols = {p: clone(lb) for p, lb in zip(params, event.labels, strict=True)}
+        symbols["result"] = _result_label(event, owner)
+        numbers = {p: _number_node(v) for p, v in self.values.items()}
+        self.symbolic = _show(self._inline_setup(template, symbols))
+        self.numeric = _show(self._inline_setup(template, numbers))
+        self.value = self.evaluate(1.0)
+
+    def _inline_setup(self, expr: ast.expr, mapping: dict[str, ast.expr]) -> ast.expr:
+        # The template's local names (atan2's r2) are shown as their expressions.
+        local = dict(mapping)
+        for stmt in self.setup:
+            local[stmt.targets[0].id] = substitute(stmt.value, local)
+        local["g"] = ast.Constant(value=1)
+        return substitute(expr, local)
+
+    def evaluate(self, g: float) -> Any:
+        """The template's value for incoming adjoint ``g``, as the generated code computes it."""
+        scope = {**_TEMPLATE_GLOBALS, **self.values, "g": g}
+        for stmt in self.setup:
+            scope[stmt.targets[0].id] = _eval(stmt.value, scope)
+        return _eval(self.template, scope)
+
+
+_TEMPLATE_GLOBALS = {"math": math, "abs": abs, "min": min, "max": max, "float": float}
+
+
+def _eval(expr: ast.expr, scope: dict[str, Any]) -> Any:
+    return eval(_compiled(expr), {"__builtins__": {}}, scope)
+
+
+_CODE: dict[int, tuple[ast.expr, Any]] = {}
+
+
+def _compiled(expr: ast.expr) -> Any:
+    """Compiled code for an expression of the core form or of a rule (they live on)."""
+    cached = _CODE.get(id(expr))
+    if cached is None or cached[0] is not expr:
+        tree = ast.fix_missing_locations(ast.Expression(body=clone(expr)))
+        cached = _CODE[id(expr)] = (expr, compile(tree, "<adcompile explain>", "eval"))
+    return cached[1]
+
+
+def _result_label(event: _Event, owner: _Interpreter) -> ast.expr:
+    return _parse(event.target_label) if event.target_label else ast.Name(id="result")
+
+
+def _parse(text: str) -> ast.expr:
+    try:
+        return ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return ast.Name(id=text, ctx=ast.Load())
+
+
+def _show(expr: ast.expr) -> ast.expr:
+    """Simplify a local derivative for display: ``1 * z`` -> ``z``, ``-1 * e`` -> ``-e``."""
+    simplified = _negate_minus_one(simplify(expr))
+    if isinstance(simplified, ast.UnaryOp) and isinstance(simplified.operand, ast.Constant):
+        value = simplified.operand.value  # a negative number stands out in brackets
+        if isinstance(simplified.op, ast.USub) and isinstance(value, int | float):
+            return _number_node(-value)
+    return simplified
+
+
+def _negate_minus_one(node: ast.expr) -> ast.expr:
+    for child in ast.walk(node):
+        for name, value in ast.iter_fields(child):
+            if isinstance(value, ast.BinOp):
+                setattr(child, name, _negate_minus_one(value))
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and _is_minus_one(node.left):
+        return ast.UnaryOp(op=ast.USub(), operand=node.right)
+    return node
+
+
+def _is_minus_one(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and node.operand.value == 1
+    )
+
+
+def _line_parts(line: Line | None) -> tuple[int | None, str | None]:
+    if isinstance(line, Site):
+        return (line.line if isinstance(line.line, int) else None), line.where
+    return line, None
+
+
+# ----- the public entry points -----------------------------------------------------------
+def explain_source(fs: FunctionSource, point: dict[str, Any], wrt: Any = None) -> Explanation:
+    """Explain the gradient of a loaded function at ``point`` (a value for each parameter)."""
+    core = lower_function(fs)
+    choice = resolve_wrt(core.params, wrt, fs.name)
+    interpreter = _Interpreter(core, fs, choice.names)
+    value = interpreter.run(point)
+    gradient = interpreter.backward()
+    for op in interpreter.operations:
+        if op.kind == "input" and op.name in gradient:
+            op.adjoint = gradient[op.name]
+    producer = interpreter.producers.get(interpreter.core.output)
+    if producer is not None and producer.node is not None:
+        interpreter.operations[producer.node].output = True
+    return Explanation(
+        function=fs.name,
+        filename=fs.filename,
+        point=dict(point),
+        wrt=choice.names,
+        value=value,
+        gradient=gradient,
+        steps=interpreter.steps,
+        operations=interpreter.operations,
+    )
+
+
+def explain(fn: Callable[..., Any], *args: Any, wrt: Any = None) -> Explanation:
+    """Explain, step by step, how reverse mode computes the gradient of ``fn`` at ``args``."""
+    primal = getattr(fn, "__wrapped__", fn)  # a grad(...) result explains its primal
+    bound = inspect.signature(primal).bind(*args)
+    bound.apply_defaults()
+    return explain_source(load_function(primal), dict(bound.arguments), wrt)
+
+
+# ----- text ------------------------------------------------------------------------------
+@dataclass
+class _Row:
+    label: str
+    line: str
+    formula: str
+    numbers: str
+    value: str
+    note: str = ""
+
+
+def _hidden_loop(step: Step) -> LoopPosition | None:
+    """The outermost loop iteration this step is in that the summary leaves out."""
+    for position in step.loops:
+        if position.count > 2 * SHOWN_AT_EACH_END and (
+            SHOWN_AT_EACH_END < position.iteration <= position.count - SHOWN_AT_EACH_END
+        ):
+            return position
+    return None
+
+
+def _visible(steps: list[Step], all_iterations: bool) -> Iterator[Step | str]:
+    """The steps to show, with a summary line in place of each run of hidden iterations."""
+    summarised: tuple[Any, ...] | None = None
+    for step in steps:
+        hidden = None if all_iterations else _hidden_loop(step)
+        if hidden is None:
+            summarised = None
+            yield step
+            continue
+        depth = step.loops.index(hidden)
+        outer = [(p.line, p.iteration) for p in step.loops[:depth]]
+        key = (step.sweep, hidden.line, hidden.run, *outer)
+        if key != summarised:
+            summarised = key
+            more = hidden.count - 2 * SHOWN_AT_EACH_END
+            yield f"... {more} more iterations of line {hidden.line} (--all shows them)"
+
+
+def _line_text(step: Step) -> str:
+    if step.line is None:
+        return ""
+    return f"line {step.line}" if step.where is None else f"line {step.line} of {step.where}"
+
+
+_WORDS = ["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+
+
+def _uses_note(step: Step) -> str:
+    uses = step.uses or []
+    count = len(step.terms or [])
+    word = _WORDS[count] if count < len(_WORDS) else str(count)
+    distinct = sorted(set(uses))
+    if len(distinct) == 1 and count > 2:
+        return f"({word} uses, all on line {distinct[0]})"
+    return f"({word} uses: {', '.join(f'line {u}' for u in uses)})"
+
+
+def _plus(terms: Iterable[str]) -> str:
+    """``1 + (-0.08) + 2``: negative terms in brackets."""
+    return " + ".join(f"({t})" if t.startswith("-") else t for t in terms)
+
+
+def _sum_numbers(step: Step, all_iterations: bool) -> str:
+    terms = [format_number(t) for t in step.terms or []]
+    if len(terms) > 6 and not all_iterations:
+        terms = [*terms[:3], "...", *terms[-2:]]
+    return _plus(terms)
+
+
+def _rows(explanation: Explanation, all_iterations: bool) -> list[_Row | str]:
+    rows: list[_Row | str] = []
+    sweep = None
+    previous_line = None
+    for item in _visible(explanation.steps, all_iterations):
+        if isinstance(item, str):
+            rows.append(_Row("", "", item, "", ""))
+            previous_line = None
+            continue
+        step = item
+        label = ""
+        if step.sweep != sweep:
+            sweep = step.sweep
+            label = step.sweep
+            previous_line = None
+        if step.kind == "seed":
+            rows.append(f"{'backward':<11}start: {step.formula}")
+            continue
+        line = _line_text(step)
+        shown_line = line if line != previous_line else ""
+        previous_line = line or previous_line
+        if step.kind == "sum":
+            numbers = _sum_numbers(step, all_iterations)
+            value = format_number(step.value)
+            rows.append(_Row(label, shown_line, step.formula, numbers, value, _uses_note(step)))
+        elif step.kind in ("branch", "iteration"):
+            rows.append(_Row(label, shown_line, step.formula, "", ""))
+        else:
+            value = format_number(step.value)
+            numbers = "" if step.numbers == value else step.numbers
+            rows.append(_Row(label, shown_line, step.formula, numbers, value))
+    return rows
+
+
+def _cap(width: int) -> int:
+    return min(width, 44)
+
+
+def _format_text(explanation: Explanation, all_iterations: bool) -> str:
+    at = ", ".join(f"{k}={format_number(v)}" for k, v in explanation.point.items())
+    where = os.path.basename(explanation.filename)
+    lines = [f"{explanation.function}({at}) = {format_number(explanation.value)}   ({where})"]
+    rows = _rows(explanation, all_iterations)
+    table = [r for r in rows if isinstance(r, _Row)]
+    line_width = max([len(r.line) for r in table] + [7])
+    formula_width = _cap(max([len(r.formula) for r in table if r.value] + [1]))
+    numbers_width = _cap(max([len(r.numbers) for r in table] + [1]))
+    for row in rows:
+        if isinstance(row, str):
+            lines.append(row)
+            continue
+        text = f"{row.label:<11}{row.line:<{line_width}}  {row.formula:<{formula_width}}"
+        if row.value:
+            if row.numbers:
+                text += f"  = {row.numbers:<{numbers_width}}"
+            else:
+                text += f"  {'':<{numbers_width + 2}}"
+            text += f"  = {row.value}"
+        if row.note:
+            text += f"   {row.note}"
+        lines.append(text.rstrip())
+    lines.append(_result_line(explanation))
+    return "\n".join(lines) + "\n"
+
+
+def _result_line(explanation: Explanation) -> str:
+    fname = explanation.function if explanation.function.isidentifier() else "f"
+    parts = [
+        f"{adjoint_label(fname, name)} = {format_number(value)}"
+        for name, value in explanation.gradient.items()
+    ]
+    return f"{'result':<11}{', '.join(parts)}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|") if text else ""
+
+
+def _format_markdown(explanation: Explanation, all_iterations: bool) -> str:
+    at = ", ".join(f"{k}={format_number(v)}" for k, v in explanation.point.items())
+    out = [
+        f"**{explanation.function}({at}) = {format_number(explanation.value)}**",
+        "",
+        "| sweep | line | step | numbers | value |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for row in _rows(explanation, all_iterations):
+        if isinstance(row, str):  # the seed of the backward sweep
+            out.append(f"| backward | | start: `{_cell(row.split('start: ', 1)[1])}` | | |")
+            continue
+        formula = f"`{_cell(row.formula)}`" if row.value else _cell(row.formula)
+        numbers = f"`{_cell(row.numbers)}`" if row.numbers else ""
+        value = _cell(row.value) + (f" {_cell(row.note)}" if row.note else "")
+        out.append(f"| {row.label} | {_cell(row.line)} | {formula} | {numbers} | {value} |")
+    out.append("")
+    out.append(f"**{_result_line(explanation).removeprefix('result').strip()}**")
+    return "\n".join(out) + "\n"
+
+
+# ----- dump --annotate -------------------------------------------------------------------
+def annotate(text: str, fs: FunctionSource) -> str:
+    """Generated module text beside the primal lines it comes from (``dump --annotate``)."""
+    origins = line_origins(text)
+    rows: list[tuple[str, str, str, str]] = []
+    previous = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip().startswith(("# line ", "# adjoint of line ")):
+            continue  # the left column says it
+        origin = origins.get(number)
+        if origin is None or origin == previous:
+            rows.append(("", "", "", line))
+        else:
+            shown = (
+                str(origin.line)
+                if origin.where == _header_file(text)
+                else (f"{origin.line} of {origin.where}")
+            )
+            sweep = "adjoint" if origin.sweep == BACKWARD else "forward"
+            rows.append((shown, origin.statement, sweep, line))
+        previous = origin if origin is not None else previous
+    return _side_by_side(rows, os.path.basename(fs.filename))
+
+
+def _header_file(text: str) -> str:
+    match = re.match(r"# .*? \((.+?), line \d+\)", text)
+    return match.group(1) if match else ""
+
+
+def _side_by_side(rows: list[tuple[str, str, str, str]], filename: str) -> str:
+    line_width = max([len(r[0]) for r in rows] + [4])
+    primal_width = min(max([len(r[1]) for r in rows] + [len(filename) + 9]), 48)
+    heading = (
+        f"{'line':>{line_width}}  {'primal (' + filename + ')':<{primal_width}}  "
+        f"{'sweep':<7}  | generated"
+    )
+    out = [heading, "-" * len(heading)]
+    for line, statement, sweep, generated in rows:
+        left = f"{line:>{line_width}}  {statement:<{primal_width}}  {sweep:<7}"
+        out.append(f"{left}  | {generated}".rstrip())
+    return "\n".join(out) + "\n"
