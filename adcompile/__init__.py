@@ -5,6 +5,7 @@ pass and then the adjoint sweep, one readable line per chain-rule step.
 """
 
 from .api import dump, grad, value_and_grad
+from .compose import hessian, jacobian, jvp, vjp
 from .errors import AdcompileError, NoDerivativeError, UnsupportedSyntaxError
 from .explain import explain
 from .rules.registry import RuleError
@@ -19,7 +20,11 @@ __all__ = [
     "dump",
     "explain",
     "grad",
+    "hessian",
+    "jacobian",
+    "jvp",
     "rule_scope",
     "value_and_grad",
+    "vjp",
 ]
 __version__ = "0.1.0"

@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .forward import build_forward_gradient, build_jvp
+from .ir import If, Loop, Stmt
 from .lower import lower_function
 from .optimize import optimize
 from .render import GeneratedFunction, load_module, render_module
@@ -63,6 +65,9 @@ def _one_param(params: list[str], item: object, listing: str) -> str:
     return item
 
 
+MODES = ("reverse", "forward")
+
+
 def _header(fs: FunctionSource, purpose: str) -> str:
     where = f"{os.path.basename(fs.filename)}, line {fs.node.lineno}"
     return (
@@ -71,26 +76,81 @@ def _header(fs: FunctionSource, purpose: str) -> str:
     )
 
 
+@dataclass
+class Generated:
+    """Generated module text, the name of its function, and facts the transforms need."""
+
+    text: str
+    name: str
+    has_loops: bool = False
+    n_outputs: int | None = None  # None: a scalar output; else the length of the tuple
+
+
 def generate_source(
-    fs: FunctionSource, wrt: Wrt = None, *, with_value: bool = False
+    fs: FunctionSource, wrt: Wrt = None, *, with_value: bool = False, mode: str = "reverse"
 ) -> tuple[str, str]:
     """Compile ``fs`` to generated module text; return (text, generated function name)."""
-    core = lower_function(fs)
+    generated = generate(fs, "value_and_grad" if with_value else "grad", wrt, mode)
+    return generated.text, generated.name
+
+
+def generate(fs: FunctionSource, kind: str, wrt: Wrt = None, mode: str = "reverse") -> Generated:
+    """Generate one transform of ``fs``: ``grad``, ``value_and_grad``, ``jvp`` or ``vjp``."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    core = lower_function(fs, tuple_output=kind in ("jvp", "vjp"))
     choice = resolve_wrt(core.params, wrt, fs.name)
-    body = build_gradient(core, list(choice.names), with_value=with_value, bare=choice.bare)
-    statements = optimize(body.statements, body.returns, core.temporaries, body.temporary_adjoints)
-    kind = "value_and_grad" if with_value else "grad"
+    names = list(choice.names)
+    extra: list[str] = []
+    if kind == "jvp":
+        body = build_jvp(core, names)
+        statements, returns, extra = body.statements, body.returns, body.tangent_params
+        statements = optimize(statements, returns, core.temporaries | body.tangent_temporaries)
+    elif kind == "vjp":
+        grads = build_gradient(core, names, cotangents=True)
+        statements = optimize(
+            grads.statements, grads.returns, core.temporaries, grads.temporary_adjoints
+        )
+        returns, extra = grads.returns, grads.cotangent_params
+    elif mode == "forward":
+        body = build_forward_gradient(core, names, with_value=kind != "grad", bare=choice.bare)
+        returns = body.returns
+        statements = optimize(body.statements, returns, core.temporaries | body.tangent_temporaries)
+    else:
+        grads = build_gradient(core, names, with_value=kind != "grad", bare=choice.bare)
+        statements = optimize(
+            grads.statements, grads.returns, core.temporaries, grads.temporary_adjoints
+        )
+        returns = grads.returns
     stem = fs.name if fs.name.isidentifier() else "lambda"
     name = core.names.fresh(f"{stem}_{kind}")
-    purpose = _purpose(fs.name, choice, with_value)
-    gen = GeneratedFunction(name, core, fs, statements, body.returns, purpose)
-    return render_module([gen], _header(fs, kind)), name
+    purpose = _purpose(fs.name, choice, kind, extra)
+    gen = GeneratedFunction(name, core, fs, statements, returns, purpose, extra)
+    label = kind if mode == "reverse" else f"forward-mode {kind}"
+    text = render_module([gen], _header(fs, label))
+    n_outputs = None if core.outputs is None else len(core.outputs)
+    return Generated(text, name, _has_loops(core.body), n_outputs)
 
 
-def _purpose(name: str, choice: WrtChoice, with_value: bool) -> str:
+def _has_loops(block: list[Stmt]) -> bool:
+    for stmt in block:
+        if isinstance(stmt, Loop):
+            return True
+        if isinstance(stmt, If) and (_has_loops(stmt.body) or _has_loops(stmt.orelse)):
+            return True
+    return False
+
+
+def _purpose(name: str, choice: WrtChoice, kind: str, extra: list[str]) -> str:
     partials = ", ".join(f"d{name}/d{p}" for p in choice.names)
     shown = partials if choice.bare else f"({partials})"
-    return f"Return {'(' + name + ', ' + shown + ')' if with_value else shown}."
+    if kind == "jvp":
+        return f"Return ({name}, its derivative along the tangents {', '.join(extra)})."
+    if kind == "vjp":
+        return f"Return the cotangents of ({', '.join(choice.names)}) for {', '.join(extra)}."
+    if kind == "value_and_grad":
+        return f"Return ({name}, {shown})."
+    return f"Return {shown}."
 
 
 @contextlib.contextmanager
@@ -106,35 +166,73 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _compile(fn: Callable[..., Any], wrt: Wrt, with_value: bool) -> Callable[..., Any]:
+@dataclass(frozen=True)
+class Recipe:
+    """How a generated function was made: enough to make a variant of it."""
+
+    primal: Callable[..., Any]
+    kind: str
+    wrt: Wrt
+    mode: str
+    has_loops: bool
+
+
+def compile_transform(
+    fn: Callable[..., Any], kind: str, wrt: Wrt = None, mode: str = "reverse"
+) -> Callable[..., Any]:
+    """Generate, load and label one transform of ``fn`` (see ``generate``)."""
+    fn = _differentiable_version(fn)
     fs = load_function(fn)
     with _collector_paused():
-        text, name = generate_source(fs, wrt, with_value=with_value)
-    generated = load_module(text, f"{name} of {fn.__qualname__}")[name]
-    generated.source = text
-    generated.__wrapped__ = fn
-    generated.__signature__ = inspect.signature(fn)
-    generated.__defaults__ = fn.__defaults__
-    generated.__module__ = fn.__module__
-    kind = "value_and_grad" if with_value else "grad"
-    generated.__qualname__ = f"{fn.__qualname__}_{kind}"
-    return generated
+        generated = generate(fs, kind, wrt, mode)
+    compiled = load_module(generated.text, f"{generated.name} of {fn.__qualname__}")
+    function = compiled[generated.name]
+    function.source = generated.text
+    function.__wrapped__ = fn
+    if kind in ("grad", "value_and_grad"):
+        function.__signature__ = inspect.signature(fn)
+        function.__defaults__ = fn.__defaults__
+    function.__module__ = fn.__module__
+    function.__qualname__ = f"{fn.__qualname__}_{kind}"
+    function.adcompile_recipe = Recipe(fn, kind, wrt, mode, generated.has_loops)
+    function.adcompile_outputs = generated.n_outputs
+    return function
 
 
-def grad(fn: Callable[..., Any] | None = None, *, wrt: Wrt = None) -> Any:
-    """Compile the gradient of ``fn``; usable as ``@grad``, ``@grad(wrt=...)`` or ``grad(f)``."""
+def _differentiable_version(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, or the same gradient generated in forward mode when ``fn`` cannot be re-read.
+
+    A reverse-mode gradient of a loop records values on list stacks, which are outside the
+    supported subset; its forward-mode twin computes the same partials with plain loops, so
+    differentiating the twin gives the same higher derivatives.
+    """
+    recipe = getattr(fn, "adcompile_recipe", None)
+    if recipe is None or recipe.mode != "reverse" or not recipe.has_loops:
+        return fn
+    if recipe.kind not in ("grad", "value_and_grad"):
+        return fn
+    return compile_transform(recipe.primal, recipe.kind, recipe.wrt, "forward")
+
+
+def grad(fn: Callable[..., Any] | None = None, *, wrt: Wrt = None, mode: str = "reverse") -> Any:
+    """Compile the gradient of ``fn``; usable as ``@grad``, ``@grad(wrt=...)`` or ``grad(f)``.
+
+    ``mode="forward"`` computes the same partials with generated tangent code.
+    """
     if fn is None:
-        return lambda f: _compile(f, wrt, with_value=False)
-    return _compile(fn, wrt, with_value=False)
+        return lambda f: compile_transform(f, "grad", wrt, mode)
+    return compile_transform(fn, "grad", wrt, mode)
 
 
-def value_and_grad(fn: Callable[..., Any] | None = None, *, wrt: Wrt = None) -> Any:
+def value_and_grad(
+    fn: Callable[..., Any] | None = None, *, wrt: Wrt = None, mode: str = "reverse"
+) -> Any:
     """Like ``grad``, but the generated function returns ``(value, gradient)``."""
     if fn is None:
-        return lambda f: _compile(f, wrt, with_value=True)
-    return _compile(fn, wrt, with_value=True)
+        return lambda f: compile_transform(f, "value_and_grad", wrt, mode)
+    return compile_transform(fn, "value_and_grad", wrt, mode)
 
 
-def dump(fn: Callable[..., Any], *, wrt: Wrt = None) -> str:
-    """The generated source of ``grad(fn, wrt=wrt)``: a standalone module."""
-    return grad(fn, wrt=wrt).source
+def dump(fn: Callable[..., Any], *, wrt: Wrt = None, mode: str = "reverse") -> str:
+    """The generated source of ``grad(fn, wrt=wrt, mode=mode)``: a standalone module."""
+    return grad(fn, wrt=wrt, mode=mode).source

@@ -154,6 +154,13 @@ class CoreFunction:
     uses_math: bool = False
     names: NameTable | None = None
     temporaries: set[str] = field(default_factory=set)
+    # A function returning a tuple of scalars: one output name per element (else None).
+    outputs: list[str] | None = None
+    def_line: int = 0  # the line of the function's ``def`` (or ``lambda``)
+
+    def output_names(self) -> list[str]:
+        """The names holding the function's result: one, or one per returned tuple element."""
+        return self.outputs if self.outputs is not None else [self.output]
 
 
 ARG_PLACEHOLDER = "ARG{}"

@@ -39,7 +39,7 @@ from .ir import (
     atom_expr,
 )
 from .iteration import IterationRewriter
-from .names import NameTable, user_name_table
+from .names import NameTable, function_identifiers, user_name_table
 from .rules import Rule, RuleTable, active_rules
 from .source import FunctionSource, StaticFunction, load_function
 
@@ -148,6 +148,9 @@ class Lowerer:
             self.temporaries = parent.temporaries
             self.call_chain = [*parent.call_chain, fs]
         self.uses_math = False
+        # Set by lower_function for jacobians and jvp/vjp: a final ``return a, b`` is allowed.
+        self.tuple_output = False
+        self.outputs: list[str] | None = None
 
     # ----- entry point -------------------------------------------------------------------
     def lower(self) -> CoreFunction:
@@ -183,6 +186,8 @@ class Lowerer:
             uses_math=self.uses_math,
             names=self.names,
             temporaries=self.temporaries,
+            outputs=self.outputs,
+            def_line=node.lineno,
         )
 
     def _own_rule(self, params: list[str]) -> Rule | None:
@@ -425,15 +430,28 @@ class Lowerer:
         if stmt.value is None:
             raise self._error(UnsupportedSyntaxError, stmt, messages.RETURN_NOTHING)
         if isinstance(stmt.value, ast.Tuple | ast.List):
-            raise self._error(UnsupportedSyntaxError, stmt.value, messages.RETURN_TUPLE)
+            self._return_tuple(stmt, output)
+            return
         self._lower_into(stmt.value, output)
         self.block.append(Return(Var(output), stmt.lineno))
+
+    def _return_tuple(self, stmt: ast.Return, output: str) -> None:
+        """``return a, b``: each element into its own output name (jacobians, jvp, vjp)."""
+        value = stmt.value
+        starred = any(isinstance(e, ast.Starred) for e in value.elts)
+        if not self.tuple_output or self.parent is not None or starred or not value.elts:
+            raise self._error(UnsupportedSyntaxError, value, messages.RETURN_TUPLE)
+        self.outputs = [self.names.fresh(f"{output}_{i}") for i in range(len(value.elts))]
+        for element, name in zip(value.elts, self.outputs, strict=True):
+            self._lower_into(element, name)
+        self.block.append(Return(Var(self.outputs[0]), stmt.lineno))
 
     # ----- expressions -------------------------------------------------------------------
     def _atom(self, node: ast.expr) -> Atom:
         """An operand: names and literals as they are, anything else into a temporary."""
         if isinstance(node, ast.Constant):
-            return Const(self._number(node))
+            # None marks a variable not bound yet (generated code writes `i = None`).
+            return Const(None if node.value is None else self._number(node))
         if isinstance(node, ast.Name):
             return self._name_atom(node)
         if (
@@ -645,6 +663,10 @@ class Lowerer:
         if not has_return(body):
             where = body[-1] if body else self.fs.node
             raise self._error(UnsupportedSyntaxError, where, messages.MISSING_RETURN)
+        # The flags desugaring adds (`returned`, `broke`, ...) must not be the callee's names:
+        # the shared table was filled from the caller's source only.
+        for word in function_identifiers(self.fs.node):
+            self.names.reserve(word)
         body = Desugar(self.names).function_body(body)
         self.locals |= assigned_names(body)
         for stmt in body[:-1]:
@@ -894,6 +916,13 @@ def _output_stem(function_name: str, params: list[str]) -> str:
     return "out" if stem in params else stem
 
 
-def lower_function(fs: FunctionSource, rules: RuleTable | None = None) -> CoreFunction:
-    """Lower ``fs`` to the core form, raising a located error for anything unsupported."""
-    return Lowerer(fs, rules).lower()
+def lower_function(
+    fs: FunctionSource, rules: RuleTable | None = None, *, tuple_output: bool = False
+) -> CoreFunction:
+    """Lower ``fs`` to the core form, raising a located error for anything unsupported.
+
+    With ``tuple_output``, a function may end in ``return a, b, ...`` (one output per element).
+    """
+    lowerer = Lowerer(fs, rules)
+    lowerer.tuple_output = tuple_output
+    return lowerer.lower()

@@ -450,6 +450,42 @@ def reference_gradient_mp(
     return _shimmed_gradient(mp_function(fn), args, list(wrt), dps)
 
 
+def reference_hessian_mp(
+    fn: Callable[..., Any],
+    point: Mapping[str, object],
+    wrt: Sequence[str],
+    dps: int = DEFAULT_DPS,
+) -> list[list[float]]:
+    """The second partials ``d2 fn / d a d b`` for ``a``, ``b`` in ``wrt``, via mpmath."""
+    args = complete_point(fn, point)
+    shimmed = mp_function(fn)
+    names = list(args)
+    hessian: list[list[float]] = []
+    with mpmath.workdps(dps):
+        for a in wrt:
+            row = []
+            for b in wrt:
+                _check_perturbable(a, args[a])
+                _check_perturbable(b, args[b])
+                row.append(_as_real(f"{a},{b}", _second_partial(shimmed, args, names, a, b)))
+            hessian.append(row)
+    return hessian
+
+
+def _second_partial(
+    shimmed: types.FunctionType, args: dict[str, object], names: list[str], a: str, b: str
+) -> Any:
+    if a == b:
+        return mpmath.diff(_partial(shimmed, args, a), mpmath.mpf(args[a]), 2)
+
+    def along(u: Any, v: Any) -> Any:
+        call = dict(args)
+        call[a], call[b] = u, v
+        return shimmed(*(call[n] for n in names))
+
+    return mpmath.diff(along, (mpmath.mpf(args[a]), mpmath.mpf(args[b])), (1, 1))
+
+
 # --- comparing a compiled gradient with the reference ------------------------------------------
 
 

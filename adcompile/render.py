@@ -13,12 +13,12 @@ import itertools
 import linecache
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .errors import UnsupportedSyntaxError
 from .ir import CoreFunction, Site
 from .notes import instrument
-from .reverse import FORWARD
+from .reverse import ADJOINT, FORWARD
 from .source import FunctionSource
 
 with warnings.catch_warnings():
@@ -41,6 +41,8 @@ class GeneratedFunction:
     statements: list[ast.stmt]
     returns: ast.expr
     purpose: str
+    # Parameters after the primal's own: tangents (jvp) or output cotangents (vjp).
+    extra_params: list[str] = field(default_factory=list)
 
 
 class _Comments:
@@ -60,7 +62,7 @@ class _Comments:
 
 def _block_comment(stmt: ast.stmt, fs: FunctionSource) -> str:
     line = stmt.adcompile_line
-    what = "line" if stmt.adcompile_sweep == FORWARD else "adjoint of line"
+    what = "adjoint of line" if stmt.adcompile_sweep == ADJOINT else "line"
     if isinstance(line, Site):  # inlined from another function
         return f"{what} {line.line} of {line.where}: {line.text}"
     return f"{what} {line}: {fs.source_line(line)}"
@@ -71,7 +73,9 @@ def _with_comments(
 ) -> list[ast.stmt]:
     out: list[ast.stmt] = []
     for stmt in statements:
-        key = (getattr(stmt, "adcompile_sweep", None), getattr(stmt, "adcompile_line", None))
+        # A tangent sits with its primal line, under the same comment.
+        sweep = getattr(stmt, "adcompile_sweep", None)
+        key = (ADJOINT if sweep == ADJOINT else FORWARD, getattr(stmt, "adcompile_line", None))
         if key[1] is not None and key != previous:
             out.append(comments.marker(_block_comment(stmt, fs)))
         previous = key
@@ -96,9 +100,10 @@ def _default_literal(value: object, fs: FunctionSource) -> ast.expr:
     )
 
 
-def _arguments(fs: FunctionSource) -> ast.arguments:
-    params = [ast.arg(arg=name) for name in fs.param_names()]
-    defaults = [_default_literal(v, fs) for v in fs.defaults]
+def _arguments(fs: FunctionSource, extra: list[str]) -> ast.arguments:
+    params = [ast.arg(arg=name) for name in [*fs.param_names(), *extra]]
+    # Extra parameters follow the primal's, so they cannot keep its defaults.
+    defaults = [] if extra else [_default_literal(v, fs) for v in fs.defaults]
     return ast.arguments(
         posonlyargs=[], args=params, kwonlyargs=[], kw_defaults=[], defaults=defaults
     )
@@ -115,7 +120,11 @@ def _function_def(gen: GeneratedFunction, comments: _Comments) -> ast.FunctionDe
     body = [doc, *_with_comments(gen.statements, gen.source, comments)]
     body.append(ast.Return(value=gen.returns))
     return ast.FunctionDef(
-        name=gen.name, args=_arguments(gen.source), body=body, decorator_list=[], returns=None
+        name=gen.name,
+        args=_arguments(gen.source, gen.extra_params),
+        body=body,
+        decorator_list=[],
+        returns=None,
     )
 
 

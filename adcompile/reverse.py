@@ -48,7 +48,7 @@ class Activity:
 
 def analyze_activity(fn: CoreFunction, wrt: list[str]) -> Activity:
     """Find the active values; raise the stored error of an opaque value a derivative needs."""
-    activity = Activity(varied=set(wrt), useful={fn.output})
+    activity = Activity(varied=set(wrt), useful=set(fn.output_names()))
     _mark_varied(fn.body, activity.varied)
     _mark_useful(fn.body, activity)
     return activity
@@ -230,6 +230,12 @@ def forward_loop(loop: Loop, records: Records) -> list[ast.stmt]:
     line = loop.line
     body = forward_sweep(loop.body, records) + records.push(loop.body, line)
     body += [assign(c.target, atom_expr(c.source), line, FORWARD) for c in loop.back_edges]
+    return loop_statement(loop, body)
+
+
+def loop_statement(loop: Loop, body: list[ast.stmt]) -> list[ast.stmt]:
+    """The ``for``/``while`` statement around a forward body: count and exit test added."""
+    line = loop.line
     out = []
     if loop.counter:
         out.append(assign(loop.counter, ast.Constant(value=0), line, FORWARD))
@@ -587,21 +593,38 @@ class GradientBody:
     statements: list[ast.stmt]
     returns: ast.expr
     temporary_adjoints: set[str]
+    # For a vector-Jacobian product: the parameters that carry the outputs' cotangents.
+    cotangent_params: list[str] = field(default_factory=list)
 
 
 def build_gradient(
-    fn: CoreFunction, wrt: list[str], *, with_value: bool = False, bare: bool = False
+    fn: CoreFunction,
+    wrt: list[str],
+    *,
+    with_value: bool = False,
+    bare: bool = False,
+    cotangents: bool = False,
 ) -> GradientBody:
-    """Forward sweep, seed, adjoint sweep and the return of the requested partials."""
+    """Forward sweep, seed, adjoint sweep and the return of the requested partials.
+
+    With ``cotangents``, the outputs' adjoints are parameters (a vector-Jacobian product)
+    instead of the seed ``1.0``.
+    """
     names = fn.names if fn.names is not None else NameTable(fn.params)
     activity = analyze_activity(fn, wrt)
     sweep = AdjointSweep(fn, activity, names)
     defined: set[str] = set()
     seed: list[ast.stmt] = []
-    if activity.active(fn.output):
-        name = sweep.adjoint(fn.output)
-        defined.add(name)
-        seed.append(assign(name, ast.Constant(value=1.0), _return_line(fn), ADJOINT))
+    outputs = fn.output_names()
+    cotangent_params = [sweep.adjoint(out) for out in outputs] if cotangents else []
+    for out in outputs:
+        if not activity.active(out):
+            continue
+        defined.add(sweep.adjoint(out))
+        if not cotangents:
+            seed.append(
+                assign(sweep.adjoint(out), ast.Constant(value=1.0), _return_line(fn), ADJOINT)
+            )
     adjoint = sweep.block(fn.body, defined)
     # The forward sweep comes second: the adjoint decided what loops must record.
     forward = forward_sweep(fn.body, sweep.records)
@@ -616,9 +639,16 @@ def build_gradient(
     ]
     grads = partials[0] if bare else ast.Tuple(elts=partials, ctx=ast.Load())
     if with_value:
-        grads = ast.Tuple(elts=[_name(fn.output), grads], ctx=ast.Load())
+        grads = ast.Tuple(elts=[output_value(fn), grads], ctx=ast.Load())
     temp_adjoints = {sweep.adjoints[t] for t in fn.temporaries if t in sweep.adjoints}
-    return GradientBody(statements, grads, temp_adjoints)
+    return GradientBody(statements, grads, temp_adjoints, cotangent_params)
+
+
+def output_value(fn: CoreFunction) -> ast.expr:
+    """The function's value: its output name, or a tuple of them."""
+    if fn.outputs is None:
+        return _name(fn.output)
+    return ast.Tuple(elts=[_name(o) for o in fn.outputs], ctx=ast.Load())
 
 
 def _return_line(fn: CoreFunction) -> int:

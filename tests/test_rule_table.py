@@ -11,6 +11,7 @@ import random
 import pytest
 import sympy as sp
 
+from adcompile.forward import rule_tangent_function
 from adcompile.rules import BUILTIN_RULES, Rule, RuleTable
 from adcompile.symbolic import rule_domain, sample_rule_arguments, sympy_counterpart
 
@@ -120,3 +121,36 @@ def test_a_wrong_none_fails() -> None:
     rule = RuleTable().register(__import__("operator").mod, mod)
     with pytest.raises(AssertionError, match="template says None"):
         check_rule(rule)
+
+
+def check_tangent(rule: Rule, points: int = POINTS_PER_RULE) -> None:
+    """Assert that the tangent forward mode derives from ``rule`` is SymPy's differential."""
+    symbols, partials = sympy_partials(rule)
+    tangent = rule_tangent_function(rule)
+    rng = random.Random(rule_id(rule) + "/tangent")
+    for _ in range(points):
+        args = sample_rule_arguments(rule.primal, rule.arity, rng)
+        directions = [rng.uniform(-2.0, 2.0) for _ in args]
+        got = tangent(*args, rule.primal(*args), *directions)
+        subs = {s: sp.Float(a, 30) for s, a in zip(symbols, args, strict=True)}
+        expected = float(
+            sum(p.evalf(30, subs=subs) * d for p, d in zip(partials, directions, strict=True))
+        )
+        assert math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-12), (
+            f"tangent of rule {rule_id(rule)} at {args} along {directions}: "
+            f"got {got!r}, SymPy gives {expected!r}"
+        )
+
+
+@pytest.mark.parametrize("rule", RULES, ids=rule_id)
+def test_tangent_rule_matches_sympy(rule: Rule) -> None:
+    check_tangent(rule)
+
+
+def test_a_wrong_template_gives_a_wrong_tangent() -> None:
+    def mul(a, b, result, g):
+        return g * b, g * b  # d(a*b)/db = a
+
+    rule = RuleTable().register(__import__("operator").mul, mul)
+    with pytest.raises(AssertionError, match=r"tangent of rule operator\.mul/2"):
+        check_tangent(rule)

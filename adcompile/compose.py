@@ -1,0 +1,132 @@
+"""Transforms built by composing generated functions: ``jvp``, ``vjp``, ``jacobian``, ``hessian``.
+
+Each compiles generated code once per function (cached on the function object) and calls it.
+Conventions follow JAX: ``jvp(f, primals, tangents)`` takes a tuple of every positional
+argument and one tangent per argument; ``vjp(f, *primals)`` returns the value and a pullback
+that maps an output cotangent to one cotangent per argument. One difference: the pullback runs
+the forward sweep again on each call (it holds no recorded values), so it can be called any
+number of times.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .api import Wrt, compile_transform, grad, resolve_wrt
+from .source import load_function
+
+_CACHE: weakref.WeakKeyDictionary[Callable[..., Any], dict[tuple, Callable[..., Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _cached(fn: Callable[..., Any], kind: str, wrt: Wrt = None) -> Callable[..., Any]:
+    """``compile_transform(fn, kind, wrt)``, compiled once per function, code and ``wrt``."""
+    key = (kind, getattr(fn, "__code__", None), _hashable(wrt))
+    per_function = _CACHE.setdefault(fn, {})
+    if key not in per_function:
+        per_function[key] = compile_transform(fn, kind, wrt)
+    return per_function[key]
+
+
+def _hashable(wrt: Wrt) -> object:
+    return tuple(wrt) if isinstance(wrt, list) else wrt
+
+
+def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
+    """``(fn(*primals), J @ tangents)``: the value and its directional derivative."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp got {len(primals)} primals but {len(tangents)} tangents")
+    generated = _cached(fn, "jvp", list(range(len(primals))) or None)
+    return generated(*primals, *tangents)
+
+
+def vjp(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tuple]]:
+    """``(fn(*primals), pullback)``; ``pullback(ct)`` is one cotangent per argument."""
+    generated = _cached(fn, "vjp", list(range(len(primals))) or None)
+    outputs = generated.adcompile_outputs
+    value = fn(*primals)
+
+    def pullback(cotangent: Any) -> tuple:
+        """The cotangents of ``fn``'s arguments for the output cotangent ``cotangent``."""
+        if outputs is None:
+            return generated(*primals, cotangent)
+        cotangents = tuple(cotangent)
+        if len(cotangents) != outputs:
+            raise ValueError(f"the output has {outputs} elements; got {len(cotangents)}")
+        return generated(*primals, *cotangents)
+
+    return value, pullback
+
+
+def jacobian(fn: Callable[..., Any], wrt: Wrt = None, mode: str = "reverse") -> Callable[..., Any]:
+    """The Jacobian of ``fn`` (scalar or tuple output) as a function of ``fn``'s arguments.
+
+    For a tuple output the result is one row per output element, each shaped like ``grad``'s
+    result (a tuple over ``wrt``, or the bare partial); for a scalar output it is ``grad``'s.
+    ``mode="reverse"`` runs one vector-Jacobian product per output, ``"forward"`` one
+    Jacobian-vector product per input.
+    """
+    if mode not in ("reverse", "forward"):
+        raise ValueError(f"mode must be 'reverse' or 'forward', not {mode!r}")
+    kind = "vjp" if mode == "reverse" else "jvp"
+    generated = compile_transform(fn, kind, wrt)
+    params = load_function(fn).param_names()
+    choice = resolve_wrt(params, wrt, getattr(fn, "__name__", "function"))
+    outputs = generated.adcompile_outputs
+    if mode == "reverse":
+        rows = _reverse_rows(generated, outputs)
+    else:
+        rows = _forward_rows(generated, len(choice.names), outputs)
+
+    def jacobian_of(*args: Any) -> Any:
+        """The Jacobian at ``args``."""
+        table = rows(args)
+        shaped = [row[0] if choice.bare else tuple(row) for row in table]
+        return shaped[0] if outputs is None else tuple(shaped)
+
+    jacobian_of.__name__ = f"{getattr(fn, '__name__', 'function')}_jacobian"
+    jacobian_of.source = generated.source
+    jacobian_of.__wrapped__ = fn
+    return jacobian_of
+
+
+def _reverse_rows(generated: Callable[..., Any], outputs: int | None) -> Callable[..., list]:
+    count = 1 if outputs is None else outputs
+
+    def rows(args: tuple) -> list[tuple]:
+        return [generated(*args, *_unit(count, i)) for i in range(count)]
+
+    return rows
+
+
+def _forward_rows(
+    generated: Callable[..., Any], inputs: int, outputs: int | None
+) -> Callable[..., list]:
+    def rows(args: tuple) -> list[list]:
+        columns = [generated(*args, *_unit(inputs, j))[1] for j in range(inputs)]
+        if outputs is None:
+            return [columns]
+        return [[column[i] for column in columns] for i in range(outputs)]
+
+    return rows
+
+
+def _unit(size: int, index: int) -> tuple[float, ...]:
+    return tuple(1.0 if i == index else 0.0 for i in range(size))
+
+
+def hessian(fn: Callable[..., Any], wrt: Wrt = None) -> Callable[..., Any]:
+    """The Hessian of a scalar ``fn``: forward mode over the generated reverse-mode gradient.
+
+    ``H[i][j] = d2 fn / d wrt_i d wrt_j``; with a single ``wrt`` parameter, the bare second
+    derivative.
+    """
+    gradient = grad(fn, wrt=wrt)
+    second = jacobian(gradient, wrt=wrt, mode="forward")
+    second.__name__ = f"{getattr(fn, '__name__', 'function')}_hessian"
+    second.__wrapped__ = fn
+    return second

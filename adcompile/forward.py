@@ -1,0 +1,264 @@
+"""The forward-mode (tangent) transform: each primal statement followed by its tangent.
+
+A tangent rule is not written separately: a reverse rule's adjoint of argument ``i`` is
+``g * df/dx_i`` (linear in ``g``), so replacing ``g`` by the argument's tangent gives that
+argument's term of the tangent, and the terms add up. One table of templates serves both modes.
+
+Several *directions* can be carried at once (``grad(f, mode="forward")`` differentiates with
+respect to every requested parameter in one pass); each has its own activity analysis and its
+own tangent names. Control flow keeps its shape: no records are needed in forward mode.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .astutil import clone, names_in, substitute
+from .ir import (
+    Apply,
+    Copy,
+    CoreFunction,
+    If,
+    Loop,
+    Opaque,
+    Return,
+    Stmt,
+    Var,
+    atom_expr,
+    fill_placeholders,
+)
+from .names import NameTable
+from .reverse import FORWARD, Activity, analyze_activity, assign, loop_statement, output_value, tag
+from .rules import Rule
+
+TANGENT = "tangent"
+TANGENT_PREFIXES = ("d_", "dot_", "tangent_", "tan_")
+
+
+@dataclass
+class Direction:
+    """One direction of differentiation: which values vary along it, and their tangent names."""
+
+    activity: Activity
+    tangent_name: Callable[[str], str]
+    names: dict[str, str] = field(default_factory=dict)
+
+    def tangent(self, var: str) -> str:
+        """The name of the tangent of ``var`` along this direction."""
+        if var not in self.names:
+            self.names[var] = self.tangent_name(var)
+        return self.names[var]
+
+
+class TangentSweep:
+    """Builds the primal statements interleaved with the tangents of every direction."""
+
+    def __init__(self, fn: CoreFunction, directions: list[Direction], names: NameTable) -> None:
+        self.fn = fn
+        self.directions = directions
+        self.names = names
+
+    def block(self, block: list[Stmt]) -> list[ast.stmt]:
+        """The statements of a block, each primal one followed by its tangents."""
+        out: list[ast.stmt] = []
+        for stmt in block:
+            if isinstance(stmt, Apply):
+                out += self._apply(stmt)
+            elif isinstance(stmt, Copy):
+                out += self._copy(stmt)
+            elif isinstance(stmt, Opaque):
+                out.append(assign(stmt.target, clone(stmt.expr), stmt.line, FORWARD))
+            elif isinstance(stmt, If):
+                body = self.block(stmt.body) or [ast.Pass()]
+                node = ast.If(test=ast.Name(id=stmt.cond, ctx=ast.Load()), body=body, orelse=[])
+                node.orelse = self.block(stmt.orelse)
+                out.append(tag(node, stmt.line, FORWARD))
+            elif isinstance(stmt, Loop):
+                body = self.block(stmt.body) + self.block(stmt.back_edges)
+                out += loop_statement(stmt, body)
+            elif not isinstance(stmt, Return):
+                raise TypeError(f"unexpected core statement {stmt!r}")
+        return out
+
+    def _copy(self, stmt: Copy) -> list[ast.stmt]:
+        out = [assign(stmt.target, atom_expr(stmt.source), stmt.line, FORWARD)]
+        for direction in self.directions:
+            if not direction.activity.active(stmt.target):
+                continue
+            source = stmt.source
+            if isinstance(source, Var) and direction.activity.active(source.name):
+                value: ast.expr = ast.Name(id=direction.tangent(source.name), ctx=ast.Load())
+            else:  # a constant on this path (or a variable this path never bound)
+                value = ast.Constant(value=0.0)
+            out.append(assign(direction.tangent(stmt.target), value, stmt.line, TANGENT))
+        return out
+
+    def _apply(self, stmt: Apply) -> list[ast.stmt]:
+        if stmt.forward:  # a user rule: the callee's inlined body computes the value
+            out = self.block(stmt.forward)
+        else:
+            value = fill_placeholders(stmt.render, [atom_expr(a) for a in stmt.args])
+            out = [assign(stmt.target, value, stmt.line, FORWARD)]
+        for direction in self.directions:
+            if direction.activity.active(stmt.target):
+                out += self._tangent(stmt, direction)
+        return out
+
+    def _tangent(self, stmt: Apply, direction: Direction) -> list[ast.stmt]:
+        """``d_target = sum of (reverse template of argument i, with g = d_arg_i)``."""
+        mapping = {p: atom_expr(a) for p, a in zip(stmt.rule.params, stmt.args, strict=False)}
+        mapping["result"] = ast.Name(id=stmt.target, ctx=ast.Load())
+        mapping["math"] = ast.Name(id=self.fn.math_alias, ctx=ast.Load())
+        tangents: list[ast.expr | None] = [
+            ast.Name(id=direction.tangent(a.name), ctx=ast.Load())
+            if isinstance(a, Var) and direction.activity.active(a.name)
+            else None
+            for a in stmt.args
+        ]
+        setup, total = tangent_of(stmt.rule, mapping, tangents, self.names.fresh)
+        out = [assign(name, value, stmt.line, TANGENT) for name, value in setup]
+        out.append(assign(direction.tangent(stmt.target), total, stmt.line, TANGENT))
+        return out
+
+
+def tangent_of(
+    rule: Rule,
+    mapping: dict[str, ast.expr],
+    tangents: list[ast.expr | None],
+    fresh: Callable[[str], str],
+) -> tuple[list[tuple[str, ast.expr]], ast.expr]:
+    """A rule's tangent: the setup assignments it needs and the tangent expression.
+
+    ``mapping`` gives the template's parameters, ``result`` and ``math``; ``tangents`` the
+    tangent of each argument (None for a constant one); ``fresh`` names setup locals.
+    """
+    setup, adjoints = rule.parsed
+    assignments: list[tuple[str, ast.expr]] = []
+    terms: list[ast.expr] = []
+    for tangent, template in zip(tangents, adjoints, strict=True):
+        if tangent is None or template is None:
+            continue
+        local = {**mapping, "g": tangent}
+        assignments += _setup(setup, template, local, fresh)
+        terms.append(substitute(template, local))
+    total = terms[0] if terms else ast.Constant(value=0.0)
+    for term in terms[1:]:
+        total = ast.BinOp(left=total, op=ast.Add(), right=term)
+    return assignments, total
+
+
+def _setup(
+    setup: list[ast.stmt], used: ast.expr, mapping: dict[str, ast.expr], fresh: Callable[[str], str]
+) -> list[tuple[str, ast.expr]]:
+    """The template's local assignments that ``used`` reads, under fresh names."""
+    needed = set(names_in(used))
+    kept = []
+    for stmt in reversed(setup):
+        if stmt.targets[0].id in needed:
+            needed |= set(names_in(stmt.value))
+            kept.append(stmt)
+    out = []
+    for stmt in reversed(kept):
+        name = fresh(stmt.targets[0].id)
+        out.append((name, substitute(stmt.value, mapping)))
+        mapping[stmt.targets[0].id] = ast.Name(id=name, ctx=ast.Load())
+    return out
+
+
+def rule_tangent_function(rule: Rule) -> Callable[..., float]:
+    """The rule's tangent as a plain function ``(*args, result, *tangents) -> tangent``.
+
+    Built by ``tangent_of``, exactly as generated code inlines it (for testing the rules).
+    """
+    params = list(rule.params[: rule.arity])
+    tangent_params = [f"tangent_{p}" for p in params]
+    mapping: dict[str, ast.expr] = {p: ast.Name(id=p, ctx=ast.Load()) for p in params}
+    mapping["result"] = ast.Name(id="result", ctx=ast.Load())
+    mapping["math"] = ast.Name(id="math", ctx=ast.Load())
+    tangents: list[ast.expr | None] = [ast.Name(id=t, ctx=ast.Load()) for t in tangent_params]
+    counter = iter(range(10**6))
+    setup, total = tangent_of(rule, mapping, tangents, lambda base: f"{base}_{next(counter)}")
+    lines = [f"{name} = {ast.unparse(value)}" for name, value in setup]
+    lines.append(f"return {ast.unparse(total)}")
+    body = "\n    ".join(lines)
+    text = f"def tangent({', '.join([*params, 'result', *tangent_params])}):\n    {body}\n"
+    namespace: dict[str, object] = {"math": math}
+    exec(compile(text, f"<tangent of {rule.name}>", "exec"), namespace)
+    return namespace["tangent"]  # type: ignore[return-value]
+
+
+@dataclass
+class TangentBody:
+    """The statements of a generated tangent function, what it returns, and its parameters."""
+
+    statements: list[ast.stmt]
+    returns: ast.expr
+    tangent_params: list[str]
+    tangent_temporaries: set[str]
+
+
+def build_jvp(fn: CoreFunction, wrt: list[str]) -> TangentBody:
+    """A Jacobian-vector product: tangents of ``wrt`` come in as parameters.
+
+    The function returns ``(value, tangent of the value)``.
+    """
+    names = _names(fn)
+    prefix = names.prefix_free(TANGENT_PREFIXES)
+    direction = Direction(analyze_activity(fn, wrt), lambda var: _reserved(names, prefix + var))
+    sweep = TangentSweep(fn, [direction], names)
+    statements = sweep.block(fn.body)
+    params = [direction.tangent(p) for p in wrt]
+    tangents = [_tangent_or_zero(direction, out) for out in fn.output_names()]
+    out_tangent = tangents[0] if fn.outputs is None else ast.Tuple(elts=tangents, ctx=ast.Load())
+    returns = ast.Tuple(elts=[output_value(fn), out_tangent], ctx=ast.Load())
+    return TangentBody(statements, returns, params, _temporary_tangents(fn, [direction]))
+
+
+def build_forward_gradient(
+    fn: CoreFunction, wrt: list[str], *, with_value: bool = False, bare: bool = False
+) -> TangentBody:
+    """All partials of a scalar function in one forward pass, one direction per parameter.
+
+    The tangent of ``v`` along parameter ``x`` is named ``dv_dx``; each direction starts
+    from ``dx_dx = 1.0``.
+    """
+    names = _names(fn)
+    directions = []
+    seeds: list[ast.stmt] = []
+    for param in wrt:
+        direction = Direction(
+            analyze_activity(fn, [param]),
+            lambda var, param=param: names.fresh(f"d{var}_d{param}"),
+        )
+        directions.append(direction)
+        if direction.activity.active(param):
+            one = ast.Constant(value=1.0)
+            seeds.append(assign(direction.tangent(param), one, fn.def_line, TANGENT))
+    statements = seeds + TangentSweep(fn, directions, names).block(fn.body)
+    partials = [_tangent_or_zero(d, fn.output) for d in directions]
+    grads = partials[0] if bare else ast.Tuple(elts=partials, ctx=ast.Load())
+    if with_value:
+        grads = ast.Tuple(elts=[ast.Name(id=fn.output, ctx=ast.Load()), grads], ctx=ast.Load())
+    return TangentBody(statements, grads, [], _temporary_tangents(fn, directions))
+
+
+def _names(fn: CoreFunction) -> NameTable:
+    return fn.names if fn.names is not None else NameTable(fn.params)
+
+
+def _reserved(names: NameTable, name: str) -> str:
+    names.reserve(name)
+    return name
+
+
+def _tangent_or_zero(direction: Direction, var: str) -> ast.expr:
+    if direction.activity.active(var):
+        return ast.Name(id=direction.tangent(var), ctx=ast.Load())
+    return ast.Constant(value=0.0)
+
+
+def _temporary_tangents(fn: CoreFunction, directions: list[Direction]) -> set[str]:
+    return {d.names[t] for d in directions for t in fn.temporaries if t in d.names}

@@ -1,0 +1,332 @@
+"""Forward mode, jvp/vjp, jacobians, hessians and nested grads (issue 7).
+
+Straight-line functions are checked against SymPy's first, second and third derivatives on
+the whole straight-line corpus; control-flow functions against the mpmath reference.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import random
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import sympy as sp
+
+from adcompile import (
+    UnsupportedSyntaxError,
+    grad,
+    hessian,
+    jacobian,
+    jvp,
+    value_and_grad,
+    vjp,
+)
+from adcompile.reference import assert_grad_matches_mp, reference_hessian_mp
+from adcompile.symbolic import symbolic_function
+from adcompile.testing import compare_source_with_sympy
+from tests.corpus import control_flow as cf
+from tests.test_corpus_straight_line import FUNCTIONS, corpus_params, param_names, points_for
+
+RTOL = 1e-7
+ATOL = 1e-9
+SECOND_ORDER_POINTS = 2
+
+
+def point_dict(fn: Callable[..., Any], args: tuple[float, ...]) -> dict[str, float]:
+    """Argument tuple -> {parameter: value}."""
+    return dict(zip(param_names(fn), args, strict=True))
+
+
+@functools.cache
+def symbolic(fn: Callable[..., Any]) -> Any:
+    """``symbolic_function(fn)``, computed once per function."""
+    return symbolic_function(fn)
+
+
+@functools.cache
+def symbolic_derivative(fn: Callable[..., Any], wrt: tuple[str, ...]) -> Any:
+    """SymPy's partial derivative expression of ``fn`` along ``wrt`` (repeats allowed)."""
+    function = symbolic(fn)
+    return sp.diff(function.expr, *(function.symbol(name) for name in wrt))
+
+
+def sympy_derivative(fn: Callable[..., Any], args: tuple[float, ...], *wrt: str) -> float:
+    """SymPy's partial derivative of ``fn`` along ``wrt``, evaluated at ``args`` to 30 digits."""
+    exact = symbolic(fn).bind(point_dict(fn, args))
+    # Substituting exact values first and evaluating once is far faster than evalf(subs=...)
+    # on large expressions; evalf then raises its working precision where it must.
+    value = symbolic_derivative(fn, tuple(wrt)).xreplace(exact).evalf(30)
+    return float(value) if value.is_real else math.nan
+
+
+def assert_close(got: float, expected: float, what: str) -> None:
+    """Relative agreement, absolute near zero; a NaN reference is not a pass."""
+    assert math.isfinite(expected), f"{what}: the reference is {expected}"
+    assert math.isclose(got, expected, rel_tol=RTOL, abs_tol=ATOL), (
+        f"{what}: got {got!r}, expected {expected!r}"
+    )
+
+
+def as_matrix(result: Any, size: int) -> list[list[float]]:
+    """A hessian result (bare for one parameter) as a size x size list of lists."""
+    if size == 1:
+        return [[result]]
+    return [list(row) for row in result]
+
+
+# --- the straight-line corpus against SymPy -----------------------------------------------------
+
+
+@pytest.mark.parametrize(("fn", "domain"), corpus_params())
+def test_forward_mode_grad_matches_sympy(fn: Callable[..., Any], domain: Any) -> None:
+    points = [point_dict(fn, args) for args in points_for(fn.__name__)[:3]]
+    report = compare_source_with_sympy(fn, grad(fn, mode="forward"), points)
+    assert report.ok, report.table()
+
+
+@pytest.mark.parametrize(("fn", "domain"), corpus_params())
+def test_hessian_matches_sympy(fn: Callable[..., Any], domain: Any) -> None:
+    names = param_names(fn)
+    compiled = hessian(fn)
+    for args in points_for(fn.__name__)[:SECOND_ORDER_POINTS]:
+        matrix = as_matrix(compiled(*args), len(names))
+        for i, a in enumerate(names):
+            for j, b in enumerate(names):
+                expected = sympy_derivative(fn, args, a, b)
+                assert_close(matrix[i][j], expected, f"d2{fn.__name__}/d{a}d{b} at {args}")
+
+
+@pytest.mark.parametrize(("fn", "domain"), corpus_params())
+def test_third_derivative_matches_sympy(fn: Callable[..., Any], domain: Any) -> None:
+    first = param_names(fn)[0]
+    third = grad(grad(grad(fn, wrt=0), wrt=0), wrt=0)
+    for args in points_for(fn.__name__)[:SECOND_ORDER_POINTS]:
+        expected = sympy_derivative(fn, args, first, first, first)
+        assert_close(third(*args), expected, f"d3{fn.__name__}/d{first}3 at {args}")
+
+
+MULTI_PARAMETER = [name for name, (fn, _) in FUNCTIONS.items() if len(param_names(fn)) >= 2]
+
+
+@pytest.mark.parametrize(("fn", "domain"), corpus_params(MULTI_PARAMETER[::3]))
+def test_mixed_partial_by_nested_grad_matches_sympy(fn: Callable[..., Any], domain: Any) -> None:
+    a, b = param_names(fn)[:2]
+    mixed = grad(grad(fn, wrt=a), wrt=b)
+    for args in points_for(fn.__name__)[:SECOND_ORDER_POINTS]:
+        assert_close(mixed(*args), sympy_derivative(fn, args, a, b), f"d2/d{a}d{b} at {args}")
+
+
+@pytest.mark.parametrize(("fn", "domain"), corpus_params(MULTI_PARAMETER[::3]))
+def test_jvp_and_vjp_match_sympy(fn: Callable[..., Any], domain: Any) -> None:
+    names = param_names(fn)
+    rng = random.Random(fn.__name__)
+    args = points_for(fn.__name__)[0]
+    partials = [sympy_derivative(fn, args, name) for name in names]
+    tangents = tuple(rng.uniform(-1.0, 1.0) for _ in names)
+    value, tangent_out = jvp(fn, args, tangents)
+    assert value == fn(*args)
+    expected = sum(p * t for p, t in zip(partials, tangents, strict=True))
+    assert_close(tangent_out, expected, "jvp")
+    value, pullback = vjp(fn, *args)
+    assert value == fn(*args)
+    cotangents = pullback(-2.5)
+    assert len(cotangents) == len(names)
+    for name, got, partial in zip(names, cotangents, partials, strict=True):
+        assert_close(got, -2.5 * partial, f"vjp cotangent of {name}")
+
+
+# --- tuple outputs: jacobians ----------------------------------------------------------------
+
+
+def polar(r, theta):
+    return r * math.cos(theta), r * math.sin(theta)
+
+
+def polar_x(r, theta):
+    return r * math.cos(theta)
+
+
+def polar_y(r, theta):
+    return r * math.sin(theta)
+
+
+def spiral(t):
+    a = math.exp(0.1 * t)
+    return a * math.cos(t), a * math.sin(t), t * t
+
+
+def spiral_0(t):
+    return math.exp(0.1 * t) * math.cos(t)
+
+
+def spiral_1(t):
+    return math.exp(0.1 * t) * math.sin(t)
+
+
+def spiral_2(t):
+    return t * t
+
+
+TUPLE_FUNCTIONS = [
+    (polar, (polar_x, polar_y), (1.3, 0.4)),
+    (spiral, (spiral_0, spiral_1, spiral_2), (0.7,)),
+]
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+@pytest.mark.parametrize(("fn", "components", "args"), TUPLE_FUNCTIONS, ids=lambda v: "")
+def test_jacobian_of_tuple_output_matches_sympy(fn, components, args, mode) -> None:
+    names = param_names(fn)
+    rows = jacobian(fn, mode=mode)(*args)
+    assert len(rows) == len(components)
+    for row, component in zip(rows, components, strict=True):
+        entries = row if len(names) > 1 else (row,)
+        for name, got in zip(names, entries, strict=True):
+            expected = sympy_derivative(component, args, name)
+            assert_close(got, expected, f"d{component.__name__}/d{name}")
+
+
+def test_jacobian_wrt_one_parameter_is_a_column_of_bare_partials() -> None:
+    column = jacobian(polar, wrt="theta")(2.0, 0.3)
+    assert column == pytest.approx((-2.0 * math.sin(0.3), 2.0 * math.cos(0.3)), rel=1e-12)
+
+
+def test_jacobian_of_a_scalar_function_is_its_gradient() -> None:
+    fn = FUNCTIONS["seed"][0]
+    assert jacobian(fn)(4.0, -3.0, 5.0) == grad(fn)(4.0, -3.0, 5.0) == (5.0, 5.0, 1.0)
+    assert jacobian(fn, mode="forward")(4.0, -3.0, 5.0) == (5.0, 5.0, 1.0)
+
+
+def test_jvp_and_vjp_of_a_tuple_output() -> None:
+    value, tangent = jvp(polar, (2.0, 0.3), (1.0, 0.0))
+    assert value == polar(2.0, 0.3)
+    assert tangent == pytest.approx((math.cos(0.3), math.sin(0.3)), rel=1e-12)
+    value, pullback = vjp(polar, 2.0, 0.3)
+    assert value == polar(2.0, 0.3)
+    assert pullback((0.0, 1.0)) == pytest.approx((math.sin(0.3), 2.0 * math.cos(0.3)))
+    with pytest.raises(ValueError, match="the output has 2 elements; got 3"):
+        pullback((1.0, 2.0, 3.0))
+
+
+def test_jvp_needs_one_tangent_per_primal() -> None:
+    with pytest.raises(ValueError, match="2 primals but 1 tangents"):
+        jvp(polar, (1.0, 2.0), (1.0,))
+
+
+def test_grad_of_a_tuple_output_is_still_rejected() -> None:
+    with pytest.raises(UnsupportedSyntaxError, match="returns several values"):
+        grad(polar)
+
+
+def test_bad_mode_is_rejected() -> None:
+    with pytest.raises(ValueError, match="mode must be one of"):
+        grad(polar_x, mode="sideways")
+    with pytest.raises(ValueError, match="mode must be"):
+        jacobian(polar, mode="sideways")
+
+
+# --- generated code: readable, standalone, fresh names at every level -------------------------
+
+
+def collide(x, d_x, dx_dx, b_x, bar_x):
+    t1 = x * d_x + dx_dx * b_x
+    return math.sin(t1) * bar_x + x * x * x
+
+
+def test_forward_mode_source_is_readable_and_records_nothing() -> None:
+    source = grad(FUNCTIONS["seed"][0], mode="forward").source
+    assert "# line" in source and "adjoint" not in source.split('"""')[2]
+    assert "dq_dx = dx_dx" in source
+    assert "append" not in source
+
+
+def test_nested_transforms_never_collide_with_user_names() -> None:
+    args = (0.3, 1.1, -0.7, 0.9, 1.4)
+    names = param_names(collide)
+    for level in (grad(collide), grad(collide, mode="forward")):
+        got = level(*args)
+        for name, value in zip(names, got, strict=True):
+            assert_close(value, sympy_derivative(collide, args, name), f"d/d{name}")
+    matrix = hessian(collide)(*args)
+    for i, a in enumerate(names):
+        for j, b in enumerate(names):
+            assert_close(matrix[i][j], sympy_derivative(collide, args, a, b), f"d2/d{a}d{b}")
+
+
+def test_hessian_source_is_a_standalone_module() -> None:
+    compiled = hessian(collide)
+    namespace: dict[str, Any] = {}
+    exec(compile(compiled.source, "<hessian dump>", "exec"), namespace)
+    generated = [v for k, v in namespace.items() if k.endswith("_jvp")]
+    assert len(generated) == 1
+    value, tangent = generated[0](0.3, 1.1, -0.7, 0.9, 1.4, 1.0, 0.0, 0.0, 0.0, 0.0)
+    assert tangent[0] == pytest.approx(hessian(collide)(0.3, 1.1, -0.7, 0.9, 1.4)[0][0])
+
+
+def test_value_and_grad_composes() -> None:
+    cube = FUNCTIONS["cube_literal_power"][0] if "cube_literal_power" in FUNCTIONS else None
+    assert cube is not None
+    value, second = value_and_grad(grad(cube))(1.5)
+    assert_close(value, sympy_derivative(cube, (1.5,), "x"), "first derivative")
+    assert_close(second, sympy_derivative(cube, (1.5,), "x", "x"), "second derivative")
+    value, first = value_and_grad(cube, mode="forward")(1.5)
+    assert value == cube(1.5)
+    assert_close(first, sympy_derivative(cube, (1.5,), "x"), "forward value_and_grad")
+
+
+def test_third_derivatives_named_in_the_issue() -> None:
+    def fifth(x):
+        return x**5
+
+    def sine_times(x):
+        return math.sin(x) * x
+
+    assert_close(grad(grad(grad(fifth)))(1.3), 60 * 1.3**2, "d3 x**5")
+    expected = -math.cos(1.3) * 1.3 - 3 * math.sin(1.3)
+    assert_close(grad(grad(grad(sine_times)))(1.3), expected, "d3 sin(x)*x")
+
+
+# --- control flow against mpmath ----------------------------------------------------------------
+
+CONTROL_FLOW = [
+    case
+    for group, entries in cf.GROUPS.items()
+    if group not in ("sequence_values",)
+    for case in [(fn, points, wrt) for fn, points, wrt in entries]
+]
+
+
+def control_flow_params(entries: list[Any]) -> list[Any]:
+    """pytest params (fn, points, wrt) with the function's name as id."""
+    return [pytest.param(*entry, id=entry[0].__name__) for entry in entries]
+
+
+@pytest.mark.parametrize(("fn", "points", "wrt"), control_flow_params(CONTROL_FLOW))
+def test_forward_mode_control_flow_matches_mpmath(fn, points, wrt) -> None:
+    assert_grad_matches_mp(fn, points[:2], wrt, gradient=grad(fn, wrt=wrt, mode="forward"))
+
+
+@pytest.mark.parametrize(("fn", "points", "wrt"), control_flow_params(CONTROL_FLOW[::4]))
+def test_hessian_of_control_flow_matches_mpmath(fn, points, wrt) -> None:
+    names = cf_wrt_names(fn, wrt)
+    compiled = hessian(fn, wrt=wrt)
+    for point in points[:1]:
+        args = [point[name] for name in param_names(fn)]
+        expected = reference_hessian_mp(fn, point, names)
+        result = compiled(*args)
+        got = [list(row) for row in result] if isinstance(result, tuple) else [[result]]
+        for i, a in enumerate(names):
+            for j, b in enumerate(names):
+                assert math.isclose(got[i][j], expected[i][j], rel_tol=1e-6, abs_tol=1e-8), (
+                    f"d2{fn.__name__}/d{a}d{b} at {point}: got {got[i][j]}, mpmath {expected[i][j]}"
+                )
+
+
+def cf_wrt_names(fn: Callable[..., Any], wrt: Any) -> list[str]:
+    """The parameter names ``wrt`` selects (all positional parameters for None)."""
+    from adcompile.reference import positional_params, resolve_wrt
+
+    return resolve_wrt(positional_params(fn), wrt, fn.__name__)[0]
