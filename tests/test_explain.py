@@ -1,0 +1,380 @@
+"""``adcompile explain``: backprop step by step, from the compiler's own rule templates."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adcompile import explain, grad
+from adcompile.cli import main
+from adcompile.explain import JSON_SCHEMA, Explanation
+from tests.corpus.control_flow import GROUPS
+from tests.test_corpus_straight_line import FUNCTIONS, param_names, points_for
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SEED_TEXT = """\
+f(x=4, y=-3, z=5) = 5   (seed.py)
+forward    line 11  q = x + y          = 4 + (-3)  = 1
+           line 12  f = q * z          = 1 * 5     = 5
+backward   start: df/df = 1
+           line 12  df/dq = df/df * z  = 1 * 5     = 5
+                    df/dz = df/df * q  = 1 * 1     = 1
+           line 11  df/dx = df/dq * 1  = 5 * 1     = 5
+                    df/dy = df/dq * 1  = 5 * 1     = 5
+result     df/dx = 5, df/dy = 5, df/dz = 1
+"""
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m adcompile`` as a user would."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "adcompile", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        check=False,
+    )
+
+
+def seed_explanation() -> Explanation:
+    from examples.seed import f
+
+    return explain(f, 4.0, -3.0, 5.0)
+
+
+# --- the seed example, line by line --------------------------------------------------------------
+def test_seed_text_line_by_line():
+    assert str(seed_explanation()) == SEED_TEXT
+
+
+def test_seed_cli_prints_the_same_text():
+    result = run_cli("explain", "examples/seed.py:f", "--at", "x=4,y=-3,z=5")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == SEED_TEXT
+
+
+def test_seed_steps_as_data():
+    steps = seed_explanation().steps
+    forward = [(s.line, s.formula, s.numbers, s.value) for s in steps if s.sweep == "forward"]
+    assert forward == [(11, "q = x + y", "4 + (-3)", 1.0), (12, "f = q * z", "1 * 5", 5.0)]
+    adjoints = [s for s in steps if s.kind == "adjoint"]
+    assert [(s.target, s.of, s.local, s.local_value, s.value) for s in adjoints] == [
+        ("q", "f", "z", 5.0, 5.0),
+        ("z", "f", "q", 1.0, 1.0),
+        ("x", "q", "1", 1, 5.0),
+        ("y", "q", "1", 1, 5.0),
+    ]
+    assert [s.rule for s in adjoints] == ["operator.mul"] * 2 + ["operator.add"] * 2
+
+
+def test_local_derivatives_are_the_rule_templates():
+    def f(x, y):
+        return math.sin(x) / y
+
+    steps = explain(f, 0.5, 2.0).steps
+    local = {s.target: s.local for s in steps if s.kind == "adjoint"}
+    # truediv's template is `g / b, -g * result / b`; sin's is `g * math.cos(x)`.
+    assert local == {"sin(x)": "1 / y", "y": "-f / y", "x": "cos(x)"}  # result: f
+    assert "df/dx = df/d(sin(x)) * cos(x)" in [s.formula for s in steps]
+
+
+def test_gradient_equals_grad_for_the_seed():
+    from examples.seed import f
+
+    assert tuple(seed_explanation().gradient.values()) == f(4.0, -3.0, 5.0)
+
+
+# --- accumulation ------------------------------------------------------------------------------
+def reused(x, y):
+    a = x * y
+    b = a + x
+    return b * x
+
+
+def test_a_reused_variable_shows_the_accumulation():
+    explanation = explain(reused, 2.0, 3.0)
+    sums = [s for s in explanation.steps if s.kind == "sum"]
+    assert len(sums) == 1
+    (total,) = sums
+    first = reused.__code__.co_firstlineno
+    assert total.target == "x"
+    assert total.terms == [8.0, 2.0, 6.0]
+    assert total.uses == [first + 3, first + 2, first + 1]
+    assert total.value == 16.0
+    line = next(t for t in str(explanation).splitlines() if "three uses" in t)
+    assert "dreused/dx" in line
+    assert "= 8 + 2 + 6" in line
+    assert "= 16" in line
+    assert f"(three uses: line {first + 3}, line {first + 2}, line {first + 1})" in line
+    accumulating = [s.formula for s in explanation.steps if s.accumulates]
+    assert accumulating == ["dreused/dx += dreused/db * 1", "dreused/dx += dreused/da * y"]
+    assert explanation.gradient == {"x": 16.0, "y": 4.0}
+
+
+# --- control flow ------------------------------------------------------------------------------
+def branchy(x, y):
+    if x > 0:  # noqa: SIM108 -- an `if` statement is under test
+        z = x * y
+    else:
+        z = -x
+    return math.sin(z)
+
+
+def test_the_branch_taken_is_shown():
+    taken = explain(branchy, 0.5, 2.0)
+    branches = [s for s in taken.steps if s.kind == "branch"]
+    assert [(s.sweep, s.target) for s in branches] == [("forward", "if"), ("backward", "if")]
+    assert "runs the if branch (x > 0 is True)" in str(taken)
+    other = explain(branchy, -0.5, 2.0)
+    assert "runs the else branch (x > 0 is False)" in str(other)
+    assert "z = -x" in str(other) and "z = x * y" not in str(other)
+
+
+def decay(x, a):
+    for _ in range(100):
+        x = x - 0.1 * math.sin(x) * a
+    return x
+
+
+def test_loops_show_first_and_last_iterations():
+    explanation = explain(decay, 1.3, 0.8)
+    text = str(explanation)
+    assert text.count("... 96 more iterations of line") == 2  # forward and backward
+    for shown in ("iteration 1 (_ = 0)", "iteration 2 (_ = 1)", "iteration 100 (_ = 99)"):
+        assert shown in text
+    assert "iteration 3 (_ = 2)" not in text
+    assert "iteration 1, backwards" in text and "iteration 100, backwards" in text
+    every = explanation.to_text(all_iterations=True)
+    assert "more iterations" not in every
+    assert "iteration 50 (_ = 49)" in every
+    loops = [s.loops for s in explanation.steps if s.kind == "iteration"]
+    assert [p[0].iteration for p in loops[:100]] == list(range(1, 101))
+    assert all(p[0].count == 100 for p in loops)
+    assert explanation.gradient == pytest.approx(
+        dict(zip("xa", grad(decay)(1.3, 0.8), strict=True))
+    )
+
+
+def test_cli_all_shows_every_iteration():
+    short = run_cli("explain", "examples/seed.py:f", "--at", "x=4,y=-3,z=5", "--all")
+    assert short.returncode == 0 and short.stdout == SEED_TEXT
+
+
+# --- one source of truth: explain's gradient is grad's -------------------------------------------
+def _same_gradient(explanation: Explanation, expected: Any) -> None:
+    got = tuple(explanation.gradient.values())
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    assert got == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_straight_line_corpus_matches_grad(name):
+    fn, _ = FUNCTIONS[name]
+    args = points_for(name)[0]
+    explanation = explain(fn, *args)
+    _same_gradient(explanation, grad(fn)(*args))
+    assert list(explanation.gradient) == param_names(fn)
+
+
+CONTROL_FLOW = [
+    pytest.param(fn, point, wrt, id=f"{group}-{fn.__name__}-{i}")
+    for group, entries in GROUPS.items()
+    for fn, points, wrt in entries
+    for i, point in enumerate(points[:2])
+]
+
+
+@pytest.mark.parametrize(("fn", "point", "wrt"), CONTROL_FLOW)
+def test_control_flow_corpus_matches_grad(fn, point, wrt):
+    args = [point[p] for p in point]
+    explanation = explain(fn, *args, wrt=wrt)
+    _same_gradient(explanation, grad(fn, wrt=wrt)(*args))
+
+
+# --- the forms ---------------------------------------------------------------------------------
+def _check(value: Any, schema: dict[str, Any], where: str = "$") -> None:
+    """A small JSON Schema validator: type, enum, required, properties, items."""
+    types = schema.get("type")
+    if types is not None:
+        allowed = types if isinstance(types, list) else [types]
+        python = {
+            "object": dict,
+            "array": list,
+            "string": str,
+            "boolean": bool,
+            "null": type(None),
+            "integer": int,
+            "number": (int, float),
+        }
+        ok = any(
+            isinstance(value, python[t]) and not (t in ("number", "integer") and value is True)
+            for t in allowed
+        )
+        ok = ok or (value is False and "boolean" in allowed)
+        assert ok, f"{where}: {value!r} is not {allowed}"
+    if "enum" in schema:
+        assert value in schema["enum"], f"{where}: {value!r} not in {schema['enum']}"
+    if isinstance(value, dict):
+        for key in schema.get("required", []):
+            assert key in value, f"{where}: missing {key!r}"
+        for key, item in value.items():
+            sub = schema.get("properties", {}).get(key, schema.get("additionalProperties"))
+            if sub is not None:
+                _check(item, sub, f"{where}.{key}")
+    if isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            _check(item, schema["items"], f"{where}[{i}]")
+
+
+@pytest.mark.parametrize(
+    ("fn", "args"), [(reused, (2.0, 3.0)), (branchy, (0.5, 2.0)), (decay, (1.3, 0.8))]
+)
+def test_json_validates_against_the_documented_shape(fn, args):
+    data = json.loads(explain(fn, *args).to_json())
+    _check(data, JSON_SCHEMA)
+    kinds = {step["kind"] for step in data["steps"]}
+    assert {"assign", "seed", "adjoint"} <= kinds
+
+
+def test_json_cli_output():
+    result = run_cli("explain", "examples/seed.py:f", "--at", "x=4,y=-3,z=5", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    _check(data, JSON_SCHEMA)
+    assert data["gradient"] == {"x": 5.0, "y": 5.0, "z": 1.0}
+    assert data["point"] == {"x": 4, "y": -3, "z": 5}
+    assert data["steps"][0]["formula"] == "q = x + y"
+
+
+def test_schema_rejects_a_wrong_shape():
+    data = json.loads(seed_explanation().to_json())
+    del data["steps"][0]["formula"]
+    with pytest.raises(AssertionError, match="missing 'formula'"):
+        _check(data, JSON_SCHEMA)
+
+
+def test_markdown_table():
+    text = seed_explanation().to_markdown()
+    rows = [line for line in text.splitlines() if line.startswith("|")]
+    assert rows[0] == "| sweep | line | step | numbers | value |"
+    assert rows[1] == "| --- | --- | --- | --- | --- |"
+    assert all(row.replace("\\|", "").count("|") == 6 for row in rows)
+    assert "| forward | line 11 | `q = x + y` | `4 + (-3)` | 1 |" in rows
+    assert "|  | line 11 | `df/dx = df/dq * 1` | `5 * 1` | 5 |" in rows
+    assert "**df/dx = 5, df/dy = 5, df/dz = 1**" in text
+
+
+def test_markdown_cli():
+    result = run_cli(
+        "explain", "examples/seed.py:f", "--at", "x=4,y=-3,z=5", "--format", "markdown"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == seed_explanation().to_markdown()
+
+
+# --- the Python API ----------------------------------------------------------------------------
+def with_default(x, k=3.0):
+    return k * x * x
+
+
+def test_api_defaults_wrt_and_grad_results():
+    explanation = explain(with_default, 2.0)
+    assert explanation.point == {"x": 2.0, "k": 3.0}
+    assert explanation.gradient == {"x": 12.0, "k": 4.0}
+    assert explain(with_default, 2.0, wrt="x").gradient == {"x": 12.0}
+    assert explain(grad(with_default), 2.0).gradient == explanation.gradient  # the primal's
+    assert explanation.value == 12.0
+
+
+def test_explain_at_a_point_outside_the_domain_names_the_line():
+    def f(x):
+        q = x - 2.0
+        return math.log(q)
+
+    with pytest.raises(ValueError, match="math domain error") as info:
+        explain(f, 1.0)
+    (note,) = info.value.__notes__
+    line = f.__code__.co_firstlineno + 2
+    assert note == f"in line {line} of test_explain.py: return math.log(q) (forward sweep)"
+
+
+# --- the command line: errors ------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("at", "message"),
+    [
+        ("x=4,y=-3", "--at is missing a value for z"),
+        ("x=4,y=oops,z=5", "--at y='oops': not a number"),
+        ("x=4,y=-3,z=5,w=1", "--at names 'w', which is not a parameter (x, y, z)"),
+        ("x4", "--at expects name=value pairs separated by commas, got 'x4'"),
+    ],
+)
+def test_bad_at_is_a_one_line_usage_error(at, message, capsys):
+    assert main(["explain", "examples/seed.py:f", "--at", at]) == 2
+    err = capsys.readouterr().err
+    assert err == f"adcompile: error: {message}\n"
+
+
+def test_explain_without_at_is_a_usage_error(capsys):
+    assert main(["explain", "examples/seed.py:f"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--at" in err
+
+
+def test_bad_wrt_is_a_usage_error(capsys):
+    assert main(["explain", "examples/seed.py:f", "--at", "x=1,y=2,z=3", "--wrt", "w"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_run_time_failure_is_one_line_and_exit_1(tmp_path, capsys):
+    path = tmp_path / "bad.py"
+    path.write_text("import math\n\n\ndef f(x):\n    return math.log(x)\n")
+    assert main(["explain", f"{path}:f", "--at", "x=-1"]) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        "adcompile: error: math domain error at x=-1, "
+        "in line 5 of bad.py: return math.log(x) (forward sweep)\n"
+    )
+
+
+# --- dump --annotate ---------------------------------------------------------------------------
+def test_dump_annotate_puts_the_primal_beside_the_generated_code():
+    result = run_cli("dump", "examples/seed.py:f", "--annotate")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["line", "primal", "(seed.py)", "sweep", "|", "generated"]
+    rows = [[part.strip() for part in line.split("|", 1)] for line in lines[2:]]
+    assert ["11  q = x + y         forward", "q = x + y"] in rows
+    assert ["12  return q * z      adjoint", "b_f = 1.0"] in rows
+    assert ["11  q = x + y         adjoint", "b_x = b_q"] in rows
+    assert ["", "return b_x, b_y, b_z"] in rows
+    # Every generated code line is there, in order; the comments became the left column.
+    from examples.seed import f
+
+    code = [line for line in f.source.splitlines() if not line.strip().startswith("# line")]
+    code = [line for line in code if not line.strip().startswith("# adjoint of line")]
+    assert [line.split("| ", 1)[1] if "| " in line else "" for line in lines[2:]] == code
+
+
+def test_import_adcompile_loads_neither_sympy_nor_graphviz():
+    code = (
+        "import sys, adcompile; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sympy', 'graphviz')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=True,
+    )
+    assert result.stdout.strip() == "[]"
