@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -378,3 +380,13 @@ def test_import_adcompile_loads_neither_sympy_nor_graphviz():
         check=True,
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_readme_shows_real_explain_output():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"<!-- explain: (.*?) -->\n```text\n(.*?)```", readme, re.S)
+    assert blocks, "the README's backprop section shows explain output"
+    for command, shown in blocks:
+        result = run_cli("explain", *shlex.split(command))
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == shown
