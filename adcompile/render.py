@@ -168,5 +168,8 @@ def load_module(text: str, label: str) -> dict[str, object]:
     filename = f"<adcompile {label} #{next(_COUNTER)}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
     namespace: dict[str, object] = {"__name__": "adcompile_generated"}
-    exec(compile(instrument(text, filename, namespace), filename, "exec"), namespace)
+    code, docstrings = instrument(text, filename, namespace)
+    exec(compile(code, filename, "exec"), namespace)
+    for name, doc in docstrings.items():
+        namespace[name].__doc__ = doc
     return namespace
