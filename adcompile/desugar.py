@@ -161,13 +161,14 @@ class Desugar:
             out.append(_flag(flags.brk, False, stmt))
         orelse, stmt.orelse = stmt.orelse, []
         out.append(stmt)
-        if orelse:
-            orelse = self._block(orelse, context)
-            if flags.brk:
-                test = ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=_name(flags.brk)), stmt)
-                out.append(ast.copy_location(ast.If(test=test, body=orelse, orelse=[]), orelse[0]))
-            else:
-                out.extend(orelse)
+        orelse = self._block(orelse, context) if orelse else []
+        if orelse and loop_exits:
+            # The else clause runs only when the loop ran out: not after a break or a return.
+            test = ast.UnaryOp(op=ast.Not(), operand=_any_flag(loop_exits, stmt))
+            test = ast.copy_location(test, stmt)
+            out.append(ast.copy_location(ast.If(test=test, body=orelse, orelse=[]), orelse[0]))
+        else:
+            out.extend(orelse)
         if returns_inside:
             context.exits.add(context.returned)
         return out

@@ -31,10 +31,12 @@ import math
 import os
 import random
 import re
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, event, given, note, reject, settings
@@ -79,6 +81,9 @@ TRICKY_NAMES = (
     "b_f",
     "f_grad",
 )
+# The names the code generator gives its own control-flow flags and accumulators: an inlined
+# helper's locals must not clash with them.
+FLAG_NAMES = ("returned", "broke", "skip", "result", "acc")
 # adcompile ignores the defaults of a lambda's (or nested def's) parameters: a call that
 # leaves one out is rejected ("the call to `g` gives no value for parameter `u`").
 LAMBDA_DEFAULTS = False
@@ -98,6 +103,7 @@ from math import (
 """
 
 Draw = Callable[[st.SearchStrategy[Any]], Any]
+T = TypeVar("T")
 
 
 # --- programs and scopes ----------------------------------------------------------------------
@@ -160,9 +166,12 @@ class Scope:
 
 @dataclass
 class Context:
-    """Per-function state: the statement budget and the fresh-name counter."""
+    """Per-function state: the statement budget, the fresh-name counter, and the names the code
+    generator uses for itself with the odds (1 in ``tricky_odds``) that a new name is one."""
 
     budget: int
+    tricky_names: tuple[str, ...] = TRICKY_NAMES
+    tricky_odds: int = 4
     counter: int = 0
 
     def fresh(self, prefix: str) -> str:
@@ -400,8 +409,8 @@ def condition(draw: Draw, scope: Scope, user_calls: bool = True) -> str:
 
 def new_float_name(draw: Draw, ctx: Context, scope: Scope) -> str:
     """A float name not bound in scope: v<N> or one of the tricky names."""
-    tricky = [n for n in TRICKY_NAMES if n not in scope.floats]
-    if tricky and draw(st.integers(0, 4)) == 0:
+    tricky = [n for n in ctx.tricky_names if n not in scope.floats]
+    if tricky and draw(st.integers(1, ctx.tricky_odds)) == 1:
         return draw(st.sampled_from(tricky))
     return ctx.fresh("v")
 
@@ -538,10 +547,17 @@ def range_text(draw: Draw, scope: Scope) -> str:
 
 
 def loop_else(draw: Draw, ctx: Context, scope: Scope) -> list[str]:
-    """An optional ``else:`` clause of a loop (its break/continue belong to outer loops)."""
+    """An optional ``else:`` clause of a loop (its break/continue belong to outer loops).
+
+    It sometimes ends in a return, which must not run when the loop was left by a return.
+    """
     if draw(st.integers(0, 3)):
         return []
-    return ["else:", *indent(block(draw, ctx, scope.child(), draw(st.integers(1, 2))))]
+    child = scope.child()
+    lines = block(draw, ctx, child, draw(st.integers(1, 2)))
+    if draw(st.integers(0, 2)) == 0:
+        lines.append(f"return {expression(draw, child).text}")
+    return ["else:", *indent(lines)]
 
 
 def for_loop(draw: Draw, ctx: Context, scope: Scope) -> list[str]:
@@ -583,7 +599,7 @@ SIMPLE: dict[str, Callable[[Draw, Context, Scope], list[str]]] = {
     "sum": generator_sum,
     "lambda": lambda_definition,
 }
-WEIGHTS = {"assign": 6, "augmented": 2, "early_return": 1, "sum": 1, "lambda": 1}
+WEIGHTS = {"assign": 6, "augmented": 2, "early_return": 2, "sum": 1, "lambda": 1}
 
 
 def statement_kinds(ctx: Context, scope: Scope) -> list[str]:
@@ -641,7 +657,8 @@ def helper(draw: Draw, index: int, earlier: tuple[Callee, ...]) -> tuple[Callee,
         params.append(Param("count", "int", default))
     floats = [p.name for p in params if p.kind == "float"]
     ints = [p.name for p in params if p.kind == "int"]
-    ctx = Context(draw(st.integers(1, MAX_HELPER_STATEMENTS)))
+    # Inlined helpers are where the generator's own names (returned, broke, ...) may clash.
+    ctx = Context(draw(st.integers(1, MAX_HELPER_STATEMENTS)), FLAG_NAMES, tricky_odds=2)
     scope = Scope(floats, ints, earlier)
     body = block(draw, ctx, scope, MAX_HELPER_STATEMENTS)
     body.append(f"return {expression(draw, scope).text}")
@@ -750,16 +767,31 @@ def random_point(program: Program, rng: random.Random) -> dict[str, Any]:
     return point
 
 
+def stably(call: Callable[[], T], what: str) -> T:
+    """``call()``, an exception from it re-raised as an AssertionError raised here.
+
+    Hypothesis tells failures apart by where they were raised (and what they were raised
+    while handling), and every example's generated code has file names of its own: re-raised
+    from one place, outside the handler, a replayed failure is recognised as the same one.
+    """
+    try:
+        return call()
+    except Exception as exc:  # any error in the generated code is a failure
+        detail = "".join(traceback.format_exception(exc))
+    raise AssertionError(f"{what} raised an exception:\n{detail}")
+
+
 def smooth_point(
     fn: Callable[..., float], program: Program, rng: random.Random
 ) -> tuple[dict[str, Any], dict[str, float]]:
     """A point away from kinks and its mpmath reference gradient; rejects after 10 tries."""
     for tries in range(MAX_POINT_TRIES):
         point = random_point(program, rng)
-        value = fn(**point)
+        value = stably(partial(fn, **point), f"the primal at {point}")
         assert math.isfinite(value), f"the generator made a program that overflows at {point}"
-        expected = reference_gradient_mp(fn, point, program.floats)
-        if smooth_here(fn, point, expected):
+        reference = partial(reference_gradient_mp, fn, point, program.floats)
+        expected = stably(reference, f"the mpmath reference at {point}")
+        if stably(partial(smooth_here, fn, point, expected), f"the primal near {point}"):
             event(f"point redraws: {tries}")
             return point, expected
     event("example rejected: no smooth point")
@@ -783,7 +815,7 @@ def compare(
     """The compiled gradient against the mpmath reference at each checked point."""
     report = MpReport("f", RTOL, ATOL)
     for point, expected in checks:
-        got = gradient(**point)
+        got = stably(partial(gradient, **point), f"the compiled gradient at {point}")
         for name, value in zip(floats, got, strict=True):
             ok = agrees(expected[name], float(value), RTOL, ATOL)
             report.rows.append(MpCheckRow(name, point, expected[name], float(value), ok))

@@ -392,7 +392,22 @@ def return_after_one_branch_assignment(x):
     return y * x
 
 
+def return_skips_loop_else(n, x, y):
+    # A return inside the loop leaves it: the else clause must not run (n = 0 runs it).
+    for i in range(n):
+        y = y * y + math.sin(x)
+        return y * x
+    else:
+        y = y * 2.0
+        return y * math.cos(x)
+
+
 EARLY_RETURNS = [
+    (
+        return_skips_loop_else,
+        [{"n": 3, "x": 0.7, "y": 1.3}, {"n": 0, "x": 0.7, "y": 1.3}, {"n": 1, "x": -0.4, "y": 0.2}],
+        ("x", "y"),
+    ),
     (return_in_if, [{"x": -1.5}, {"x": -0.2}, {"x": 0.4}, {"x": 1.9}], None),
     (return_in_every_branch, [{"x": -2.0}, {"x": -0.5}, {"x": 0.7}, {"x": 2.8}], None),
     (
