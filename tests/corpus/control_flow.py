@@ -394,7 +394,7 @@ def return_after_one_branch_assignment(x):
 
 def return_skips_loop_else(n, x, y):
     # A return inside the loop leaves it: the else clause must not run (n = 0 runs it).
-    for i in range(n):
+    for _ in range(n):
         y = y * y + math.sin(x)
         return y * x
     else:
