@@ -7,6 +7,7 @@ signature.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import gc
 import inspect
@@ -16,9 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .forward import build_forward_gradient, build_jvp
-from .ir import If, Loop, Stmt
+from .ir import CoreFunction, If, Loop, Stmt
 from .lower import lower_function
-from .optimize import optimize
+from .optimize import choose_passes
+from .optimize import optimize as run_passes
 from .render import GeneratedFunction, load_module, render_module
 from .reverse import build_gradient
 from .source import FunctionSource, load_function
@@ -86,50 +88,83 @@ class Generated:
     n_outputs: int | None = None  # None: a scalar output; else the length of the tuple
 
 
+Optimize = bool | Sequence[str]
+
+
 def generate_source(
-    fs: FunctionSource, wrt: Wrt = None, *, with_value: bool = False, mode: str = "reverse"
+    fs: FunctionSource,
+    wrt: Wrt = None,
+    *,
+    with_value: bool = False,
+    mode: str = "reverse",
+    optimize: Optimize = True,
 ) -> tuple[str, str]:
     """Compile ``fs`` to generated module text; return (text, generated function name)."""
-    generated = generate(fs, "value_and_grad" if with_value else "grad", wrt, mode)
+    kind = "value_and_grad" if with_value else "grad"
+    generated = generate(fs, kind, wrt, mode, optimize)
     return generated.text, generated.name
 
 
-def generate(fs: FunctionSource, kind: str, wrt: Wrt = None, mode: str = "reverse") -> Generated:
+def generate(
+    fs: FunctionSource,
+    kind: str,
+    wrt: Wrt = None,
+    mode: str = "reverse",
+    optimize: Optimize = True,
+) -> Generated:
     """Generate one transform of ``fs``: ``grad``, ``value_and_grad``, ``jvp`` or ``vjp``."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    passes = choose_passes(optimize)
     core = lower_function(fs, tuple_output=kind in ("jvp", "vjp"))
     choice = resolve_wrt(core.params, wrt, fs.name)
-    names = list(choice.names)
-    extra: list[str] = []
-    if kind == "jvp":
-        body = build_jvp(core, names)
-        statements, returns, extra = body.statements, body.returns, body.tangent_params
-        statements = optimize(statements, returns, core.temporaries | body.tangent_temporaries)
-    elif kind == "vjp":
-        grads = build_gradient(core, names, cotangents=True)
-        statements = optimize(
-            grads.statements, grads.returns, core.temporaries, grads.temporary_adjoints
-        )
-        returns, extra = grads.returns, grads.cotangent_params
-    elif mode == "forward":
-        body = build_forward_gradient(core, names, with_value=kind != "grad", bare=choice.bare)
-        returns = body.returns
-        statements = optimize(body.statements, returns, core.temporaries | body.tangent_temporaries)
-    else:
-        grads = build_gradient(core, names, with_value=kind != "grad", bare=choice.bare)
-        statements = optimize(
-            grads.statements, grads.returns, core.temporaries, grads.temporary_adjoints
-        )
-        returns = grads.returns
+    body = _transform(core, kind, choice, mode)
+    statements = run_passes(
+        body.statements, body.returns, body.temporaries, body.temporary_adjoints, passes
+    )
     stem = fs.name if fs.name.isidentifier() else "lambda"
     name = core.names.fresh(f"{stem}_{kind}")
-    purpose = _purpose(fs.name, choice, kind, extra)
-    gen = GeneratedFunction(name, core, fs, statements, returns, purpose, extra)
+    purpose = _purpose(fs.name, choice, kind, body.extra_params)
+    gen = GeneratedFunction(name, core, fs, statements, body.returns, purpose, body.extra_params)
     label = kind if mode == "reverse" else f"forward-mode {kind}"
     text = render_module([gen], _header(fs, label))
     n_outputs = None if core.outputs is None else len(core.outputs)
     return Generated(text, name, _has_loops(core.body), n_outputs)
+
+
+@dataclass
+class _Body:
+    """A transform's statements before optimisation, and what the passes need to know."""
+
+    statements: list[ast.stmt]
+    returns: ast.expr
+    temporaries: set[str]
+    temporary_adjoints: set[str]
+    extra_params: list[str]
+
+
+def _transform(core: CoreFunction, kind: str, choice: WrtChoice, mode: str) -> _Body:
+    names = list(choice.names)
+    with_value = kind == "value_and_grad"
+    if kind == "jvp" or (mode == "forward" and kind != "vjp"):
+        if kind == "jvp":
+            tangent = build_jvp(core, names)
+        else:
+            tangent = build_forward_gradient(core, names, with_value=with_value, bare=choice.bare)
+        temporaries = core.temporaries | tangent.tangent_temporaries
+        return _Body(
+            tangent.statements, tangent.returns, temporaries, set(), tangent.tangent_params
+        )
+    grads = build_gradient(
+        core, names, with_value=with_value, bare=choice.bare, cotangents=kind == "vjp"
+    )
+    return _Body(
+        grads.statements,
+        grads.returns,
+        core.temporaries,
+        grads.temporary_adjoints,
+        grads.cotangent_params,
+    )
 
 
 def _has_loops(block: list[Stmt]) -> bool:
@@ -178,13 +213,17 @@ class Recipe:
 
 
 def compile_transform(
-    fn: Callable[..., Any], kind: str, wrt: Wrt = None, mode: str = "reverse"
+    fn: Callable[..., Any],
+    kind: str,
+    wrt: Wrt = None,
+    mode: str = "reverse",
+    optimize: Optimize = True,
 ) -> Callable[..., Any]:
     """Generate, load and label one transform of ``fn`` (see ``generate``)."""
     fn = _differentiable_version(fn)
     fs = load_function(fn)
     with _collector_paused():
-        generated = generate(fs, kind, wrt, mode)
+        generated = generate(fs, kind, wrt, mode, optimize)
     compiled = load_module(generated.text, f"{generated.name} of {fn.__qualname__}")
     function = compiled[generated.name]
     function.source = generated.text
@@ -214,25 +253,42 @@ def _differentiable_version(fn: Callable[..., Any]) -> Callable[..., Any]:
     return compile_transform(recipe.primal, recipe.kind, recipe.wrt, "forward")
 
 
-def grad(fn: Callable[..., Any] | None = None, *, wrt: Wrt = None, mode: str = "reverse") -> Any:
+def grad(
+    fn: Callable[..., Any] | None = None,
+    *,
+    wrt: Wrt = None,
+    mode: str = "reverse",
+    optimize: Optimize = True,
+) -> Any:
     """Compile the gradient of ``fn``; usable as ``@grad``, ``@grad(wrt=...)`` or ``grad(f)``.
 
-    ``mode="forward"`` computes the same partials with generated tangent code.
+    ``mode="forward"`` computes the same partials with generated tangent code;
+    ``optimize=False`` (or a list of pass names) turns optimisation passes off.
     """
     if fn is None:
-        return lambda f: compile_transform(f, "grad", wrt, mode)
-    return compile_transform(fn, "grad", wrt, mode)
+        return lambda f: compile_transform(f, "grad", wrt, mode, optimize)
+    return compile_transform(fn, "grad", wrt, mode, optimize)
 
 
 def value_and_grad(
-    fn: Callable[..., Any] | None = None, *, wrt: Wrt = None, mode: str = "reverse"
+    fn: Callable[..., Any] | None = None,
+    *,
+    wrt: Wrt = None,
+    mode: str = "reverse",
+    optimize: Optimize = True,
 ) -> Any:
     """Like ``grad``, but the generated function returns ``(value, gradient)``."""
     if fn is None:
-        return lambda f: compile_transform(f, "value_and_grad", wrt, mode)
-    return compile_transform(fn, "value_and_grad", wrt, mode)
+        return lambda f: compile_transform(f, "value_and_grad", wrt, mode, optimize)
+    return compile_transform(fn, "value_and_grad", wrt, mode, optimize)
 
 
-def dump(fn: Callable[..., Any], *, wrt: Wrt = None, mode: str = "reverse") -> str:
+def dump(
+    fn: Callable[..., Any],
+    *,
+    wrt: Wrt = None,
+    mode: str = "reverse",
+    optimize: Optimize = True,
+) -> str:
     """The generated source of ``grad(fn, wrt=wrt, mode=mode)``: a standalone module."""
-    return grad(fn, wrt=wrt, mode=mode).source
+    return grad(fn, wrt=wrt, mode=mode, optimize=optimize).source

@@ -31,10 +31,18 @@ from .ir import (
     fill_placeholders,
 )
 from .names import NameTable
-from .reverse import FORWARD, Activity, analyze_activity, assign, loop_statement, output_value, tag
+from .reverse import (
+    FORWARD,
+    TANGENT,
+    Activity,
+    analyze_activity,
+    assign,
+    loop_statement,
+    output_value,
+    tag,
+)
 from .rules import Rule
 
-TANGENT = "tangent"
 TANGENT_PREFIXES = ("d_", "dot_", "tangent_", "tan_")
 
 

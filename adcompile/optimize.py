@@ -11,10 +11,10 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from .astutil import loads_in, map_children, names_in, rename_in_place
-from .reverse import ADJOINT
+from .reverse import ADJOINT, TANGENT
 
 _FOLDABLE: dict[type[ast.operator], Callable[[object, object], object]] = {
     ast.Add: operator.add,
@@ -134,12 +134,14 @@ def _subtract_instead(stmt: ast.stmt) -> None:
 
 
 def simplify_adjoints(statements: list[ast.stmt]) -> list[ast.stmt]:
-    """Simplify the expressions of adjoint-sweep statements, in place."""
+    """Simplify the expressions of adjoint and tangent statements, in place."""
     for stmt in statements:
         if isinstance(stmt, ast.If | ast.For | ast.While):
             simplify_adjoints(stmt.body)
             simplify_adjoints(stmt.orelse)
-        elif getattr(stmt, "adcompile_sweep", None) == ADJOINT and hasattr(stmt, "value"):
+        elif getattr(stmt, "adcompile_sweep", None) in (ADJOINT, TANGENT) and hasattr(
+            stmt, "value"
+        ):
             stmt.value = simplify(stmt.value)
             _subtract_instead(stmt)
     return statements
@@ -245,18 +247,44 @@ def assign_like(stmt: ast.AugAssign) -> ast.Assign:
     return node
 
 
+PASSES = ("simplify", "zeros", "dead_code", "inline", "copies")
+
+
+def choose_passes(optimize: bool | Sequence[str]) -> tuple[str, ...]:
+    """``True``: every pass; ``False``: none; or the named passes (ValueError on a bad name)."""
+    if optimize is True:
+        return PASSES
+    if optimize is False:
+        return ()
+    if isinstance(optimize, str) or not isinstance(optimize, Sequence):
+        raise TypeError(
+            f"optimize must be True, False or a sequence of pass names, not {optimize!r}"
+        )
+    unknown = [name for name in optimize if name not in PASSES]
+    if unknown:
+        raise ValueError(f"unknown optimisation pass {unknown[0]!r}; the passes are {PASSES}")
+    return tuple(optimize)
+
+
 def optimize(
     statements: list[ast.stmt],
     returns: ast.expr,
     temporaries: set[str] = frozenset(),
     temporary_adjoints: set[str] = frozenset(),
+    passes: Sequence[str] = PASSES,
 ) -> list[ast.stmt]:
-    """Run the passes in order: simplify, remove dead code, inline and propagate copies."""
-    simplify_adjoints(statements)
-    statements = drop_zero_contributions(statements)
-    statements = eliminate_dead_code(statements, _reads(returns))
-    statements = inline_temporaries(statements, returns, temporaries)
-    return propagate_copies(statements, temporary_adjoints)
+    """Run the chosen passes in order: simplify, zeros, dead code, inline, copies."""
+    if "simplify" in passes:
+        simplify_adjoints(statements)
+    if "zeros" in passes:
+        statements = drop_zero_contributions(statements)
+    if "dead_code" in passes:
+        statements = eliminate_dead_code(statements, _reads(returns))
+    if "inline" in passes:
+        statements = inline_temporaries(statements, returns, temporaries)
+    if "copies" in passes:
+        statements = propagate_copies(statements, temporary_adjoints)
+    return statements
 
 
 def propagate_copies(statements: list[ast.stmt], replaceable: set[str]) -> list[ast.stmt]:

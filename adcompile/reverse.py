@@ -31,6 +31,7 @@ from .names import ADJOINT_PREFIXES, NameTable
 
 FORWARD = "forward"
 ADJOINT = "adjoint"
+TANGENT = "tangent"  # forward mode: a tangent statement, shown with its primal line
 
 
 # ----- activity analysis -----------------------------------------------------------------
