@@ -738,7 +738,7 @@ class _Interpreter:
         for i, (atom, template) in enumerate(zip(stmt.args, adjoints, strict=True)):
             if template is None or not isinstance(atom, Var) or not self.activity.active(atom.name):
                 continue
-            local = _LocalDerivative(rule, setup, template, event, self)
+            local = _LocalDerivative(rule, setup, template, event)
             contribution = local.evaluate(g)
             if event.operation is not None:
                 event.operation.operands[i].adjoint = contribution
@@ -776,7 +776,7 @@ class _LocalDerivative:
     """A rule template's adjoint for one argument, with ``g = 1`` (the local derivative)."""
 
     def __init__(
-        self, rule: Rule, setup: list[ast.stmt], template: ast.expr, event: _Event, owner: Any
+        self, rule: Rule, setup: list[ast.stmt], template: ast.expr, event: _Event
     ) -> None:
         self.rule = rule
         self.setup = setup
@@ -785,7 +785,8 @@ class _LocalDerivative:
         self.values = dict(zip(params, event.values, strict=True))
         self.values["result"] = event.result
         symbols = {p: clone(lb) for p, lb in zip(params, event.labels, strict=True)}
-        symbols["result"] = _result_label(event, owner)
+        # `result` is the statement's own value: shown by its name (`f`) or expression.
+        symbols["result"] = _parse(event.target_label)
         numbers = {p: _number_node(v) for p, v in self.values.items()}
         self.symbolic = _show(self._inline_setup(template, symbols))
         self.numeric = _show(self._inline_setup(template, numbers))
@@ -821,13 +822,11 @@ def _compiled(expr: ast.expr) -> Any:
     """Compiled code for an expression of the core form or of a rule (they live on)."""
     cached = _CODE.get(id(expr))
     if cached is None or cached[0] is not expr:
+        if len(_CODE) > 50_000:  # each explanation lowers afresh: keep the cache bounded
+            _CODE.clear()
         tree = ast.fix_missing_locations(ast.Expression(body=clone(expr)))
         cached = _CODE[id(expr)] = (expr, compile(tree, "<adcompile explain>", "eval"))
     return cached[1]
-
-
-def _result_label(event: _Event, owner: _Interpreter) -> ast.expr:
-    return _parse(event.target_label) if event.target_label else ast.Name(id="result")
 
 
 def _parse(text: str) -> ast.expr:
