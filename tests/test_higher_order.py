@@ -16,6 +16,7 @@ import pytest
 import sympy as sp
 
 from adcompile import (
+    AdcompileError,
     UnsupportedSyntaxError,
     grad,
     hessian,
@@ -27,6 +28,7 @@ from adcompile import (
 from adcompile.reference import assert_grad_matches_mp, reference_hessian_mp
 from adcompile.symbolic import symbolic_function
 from tests.corpus import control_flow as cf
+from tests.corpus.straight_line import NO_DERIVATIVE
 from tests.test_corpus_straight_line import FUNCTIONS, corpus_params, param_names, points_for
 
 RTOL = 1e-7
@@ -338,3 +340,14 @@ def cf_wrt_names(fn: Callable[..., Any], wrt: Any) -> list[str]:
     from adcompile.reference import positional_params, resolve_wrt
 
     return resolve_wrt(positional_params(fn), wrt, fn.__name__)[0]
+
+
+@pytest.mark.parametrize("fn", NO_DERIVATIVE, ids=lambda fn: fn.__name__)
+def test_forward_mode_raises_the_same_errors(fn: Callable[..., Any]) -> None:
+    with pytest.raises(AdcompileError) as reverse:
+        grad(fn)
+    with pytest.raises(AdcompileError) as forward:
+        grad(fn, mode="forward")
+    assert type(forward.value) is type(reverse.value)
+    assert str(forward.value) == str(reverse.value)
+    assert str(forward.value).startswith(f"{__file__.rsplit('/', 1)[0]}/corpus/straight_line.py:")
