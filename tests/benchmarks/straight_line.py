@@ -22,6 +22,7 @@ import dataclasses
 import datetime
 import gc
 import itertools
+import math
 import os
 import platform
 import statistics
@@ -47,6 +48,7 @@ RTOL = 1e-8
 RATIO_TARGET = 1.3
 COMPILE_TARGETS_MS = {300: 50.0, 2000: 500.0}
 SCALING_TARGET = 4.5
+MIN_SAMPLES = 5
 Grad = Callable[[Callable[..., float]], Callable[..., object]]
 
 
@@ -87,6 +89,8 @@ class Candidate:
     args: tuple[float, ...]
     batch: int = 1
     per_call_ns: list[float] = dataclasses.field(default_factory=list)
+    estimate_ns: float = 0.0
+    stride: int = 1
 
     def median(self) -> float:
         """Median per-call time in ns."""
@@ -147,11 +151,31 @@ def calibrate(candidate: Candidate, sample_ns: int) -> None:
         if elapsed >= sample_ns // 10 or n >= 1 << 30:
             break
         n *= 2
+    candidate.estimate_ns = elapsed / n
     candidate.batch = max(1, round(n * sample_ns / max(elapsed, 1)))
 
 
-def measure(candidates: Sequence[Candidate], settings: Settings) -> None:
-    """Sample all candidates round-robin (rotating the order each round), gc disabled."""
+def sampling_stride(candidate: Candidate, settings: Settings, budget_ns: float) -> int:
+    """Sample only every k-th round when all samples would take more than ``budget_ns``."""
+    total_ns = settings.samples * candidate.batch * candidate.estimate_ns
+    return max(1, min(math.ceil(total_ns / budget_ns), settings.samples // MIN_SAMPLES))
+
+
+def takes_part(candidate: Candidate, rep: int, warmup: int) -> bool:
+    """Whether ``candidate`` runs in round ``rep`` (a strided one: last warm-up round only)."""
+    if rep < warmup:
+        return candidate.stride == 1 or rep == warmup - 1
+    return (rep - warmup) % candidate.stride == 0
+
+
+def measure(
+    candidates: Sequence[Candidate], settings: Settings, budget_ns: float | None = None
+) -> None:
+    """Sample all candidates round-robin (rotating the order each round), gc disabled.
+
+    With ``budget_ns``, a candidate so slow that its samples would take longer is sampled in
+    every k-th round only (at least ``MIN_SAMPLES`` samples), still interleaved with the rest.
+    """
     runners = [make_batch_runner(len(c.args)) for c in candidates]
     gc.collect()
     was_enabled = gc.isenabled()
@@ -159,10 +183,14 @@ def measure(candidates: Sequence[Candidate], settings: Settings) -> None:
     try:
         for candidate in candidates:
             calibrate(candidate, settings.sample_ns)
+            if budget_ns is not None:
+                candidate.stride = sampling_stride(candidate, settings, budget_ns)
         for rep in range(settings.warmup + settings.samples):
             shift = rep % len(candidates)
             for index in [*range(shift, len(candidates)), *range(shift)]:
                 c = candidates[index]
+                if not takes_part(c, rep, settings.warmup):
+                    continue
                 elapsed = runners[index](c.fn, c.args, c.batch)
                 if rep >= settings.warmup:
                     c.per_call_ns.append(elapsed / c.batch)
