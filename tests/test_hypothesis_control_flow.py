@@ -841,3 +841,7 @@ def test_random_control_flow_gradients_match_mpmath(
     checks = [smooth_point(fn, program, rng) for _ in range(POINTS_PER_PROGRAM)]
     report = compare(gradient, program.floats, checks)
     assert report.ok, report.table()
+    # Forward mode must agree at the same points (the reference is already computed).
+    forward = grad(fn, wrt=program.floats, mode="forward")
+    report = compare(forward, program.floats, checks)
+    assert report.ok, "forward mode:\n" + report.table()

@@ -31,6 +31,7 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
+from adcompile import grad
 from adcompile.testing import assert_grad_matches_sympy
 from tests.helpers import function_from_source
 
@@ -478,4 +479,15 @@ def test_random_program_gradients_match_sympy(
     for point in points:
         value = fn(**point)
         assert math.isfinite(value), f"the generator made a program that overflows at {point}"
-    assert_grad_matches_sympy(fn, points=points, rtol=RTOL, atol=ATOL)
+    report = assert_grad_matches_sympy(fn, points=points, rtol=RTOL, atol=ATOL)
+    # Forward mode against the SymPy values just checked: the report has one row per
+    # (point, parameter), in that order.
+    forward = grad(fn, mode="forward")
+    rows = iter(report.rows)
+    for point in points:
+        got = forward(**point)
+        for value in got if isinstance(got, tuple) else (got,):
+            row = next(rows)
+            assert math.isclose(value, row.expected, rel_tol=RTOL, abs_tol=ATOL), (
+                f"forward mode d/d{row.param} at {point}: {value!r}, SymPy {row.expected!r}"
+            )
