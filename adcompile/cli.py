@@ -105,7 +105,7 @@ def highlight(text: str, stream: Any) -> str:
 def command_dump(args: argparse.Namespace) -> int:
     """Print the generated gradient module (``--annotate``: beside the primal source)."""
     fs = load_target(args.target)
-    text, _ = generate_source(fs, _wrt_argument(parse_wrt(args.wrt)))
+    text, _ = generate_source(fs, _wrt_argument(parse_wrt(args.wrt)), mode=args.mode)
     if args.annotate:
         from .explain import annotate
 
@@ -220,6 +220,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--wrt", help="comma-separated parameter names (default: all)")
     dump.add_argument(
         "--annotate", action="store_true", help="show the primal source beside the generated code"
+    )
+    dump.add_argument(
+        "--mode", choices=("reverse", "forward"), default="reverse", help="reverse or forward mode"
     )
     check.add_argument("--at", help="a point, e.g. x=4,y=-3,z=5 (default: random points)")
     explain.add_argument("--at", help="the point, e.g. x=4,y=-3,z=5 (required)")

@@ -46,6 +46,16 @@ def test_dump_with_wrt():
     assert "return b_x, b_z" in result.stdout
 
 
+def test_dump_in_forward_mode_prints_the_api_text():
+    from examples.seed import f
+
+    result = run_cli("dump", "examples/seed.py:f", "--mode", "forward")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == grad(f.__wrapped__, mode="forward").source
+    bad = run_cli("dump", "examples/seed.py:f", "--mode", "sideways")
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
 def test_dump_of_a_module_function_imports_it():
     result = run_cli("dump", "examples.seed:f")
     assert result.returncode == 0, result.stderr
