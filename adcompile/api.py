@@ -155,8 +155,13 @@ def _transform(core: CoreFunction, kind: str, choice: WrtChoice, mode: str) -> _
         return _Body(
             tangent.statements, tangent.returns, temporaries, set(), tangent.tangent_params
         )
+    vector_jacobian = kind == "vjp"  # always a tuple: one cotangent per parameter
     grads = build_gradient(
-        core, names, with_value=with_value, bare=choice.bare, cotangents=kind == "vjp"
+        core,
+        names,
+        with_value=with_value,
+        bare=choice.bare and not vector_jacobian,
+        cotangents=vector_jacobian,
     )
     return _Body(
         grads.statements,
