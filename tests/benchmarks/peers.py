@@ -30,6 +30,7 @@ import importlib.metadata
 import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -74,6 +75,7 @@ TORCH_TARGET = 100.0
 COMPILE_TARGET_MS = 50.0
 SWELL_TARGET = 1.2
 DEFAULT_OUTPUT = Path(__file__).with_name("peers_results.md")
+CLOCKS = {"cpu": time.process_time_ns, "wall": time.perf_counter_ns}
 PEER_DISTRIBUTIONS = ("sympy", "mpmath", "numpy", "autograd", "torch", "jax", "jaxlib")
 
 OK = ""
@@ -637,6 +639,16 @@ def adcompile_revision() -> str:
     return f"{head}{' + uncommitted changes in adcompile/' if dirty else ''}" or "unknown"
 
 
+def clock_note(settings: Settings) -> str:
+    """What the runtime samples measure."""
+    if settings.clock is time.process_time_ns:
+        return (
+            "process CPU time (`time.process_time_ns`: every thread of this process, not the "
+            "time other jobs hold the CPU); set-up and compile times are wall time"
+        )
+    return "wall time (`time.perf_counter_ns`)"
+
+
 def report_header(settings: Settings, budget_s: float | None) -> list[str]:
     """Title, date, machine, versions and sampling lines."""
     lines = header_lines(settings)
@@ -646,6 +658,7 @@ def report_header(settings: Settings, budget_s: float | None) -> list[str]:
     lines[-1:-1] = [
         "- machine: shared 2-core development box; absolute times drift with other jobs, "
         "the interleaved ratios are the figures to read",
+        f"- clock: {clock_note(settings)}",
         f"- adcompile: {adcompile_revision()}",
         f"- peers: {versions}",
         f"- SymPy set-up budget: {budget}; a candidate whose samples would take more than "
@@ -709,6 +722,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     keys = ",".join(p.key for p in GRADIENT_PEERS)
     parser.add_argument("--peers", default=keys, help=f"comma-separated subset of {keys}")
     parser.add_argument("--sympy-budget", type=float, default=SYMPY_BUDGET_S, metavar="S")
+    parser.add_argument(
+        "--clock",
+        choices=sorted(CLOCKS),
+        default="cpu",
+        help="cpu: process CPU time, all threads (default); wall: perf_counter",
+    )
     parser.add_argument("--swell-max", type=int, help=f"largest n (default {SWELL_RANGE[1]})")
     return parser.parse_args(argv)
 
@@ -716,6 +735,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def plan_from(args: argparse.Namespace) -> Plan:
     """The Plan that the options describe."""
     settings = QUICK if args.quick else FULL
+    settings = dataclasses.replace(settings, clock=CLOCKS[args.clock])
     if args.samples:
         settings = dataclasses.replace(settings, samples=args.samples)
     swell_max = args.swell_max or (QUICK_SWELL_MAX if args.quick else SWELL_RANGE[1])

@@ -64,6 +64,7 @@ class Settings:
     warmup: int
     sample_ns: int
     compile_runs: dict[int, int]
+    clock: Callable[[], int] = time.perf_counter_ns
 
 
 FULL = Settings(
@@ -123,8 +124,10 @@ class CompileRow:
 # --------------------------------------------------------------------------- timing
 
 
-def make_batch_runner(n_args: int) -> Callable[[Callable[..., object], tuple, int], int]:
-    """A timeit-style loop calling ``fn`` n times on unpacked locals; returns elapsed ns."""
+def make_batch_runner(
+    n_args: int, clock: Callable[[], int] = time.perf_counter_ns
+) -> Callable[[Callable[..., object], tuple, int], int]:
+    """A timeit-style loop calling ``fn`` n times on unpacked locals; returns ``clock`` ns."""
     params = "".join(f"a{i}, " for i in range(n_args))
     source = (
         "def run(fn, args, n):\n"
@@ -135,16 +138,18 @@ def make_batch_runner(n_args: int) -> Callable[[Callable[..., object], tuple, in
         "    return perf_counter_ns() - start\n"
     )
     namespace: dict[str, object] = {
-        "perf_counter_ns": time.perf_counter_ns,
+        "perf_counter_ns": clock,
         "repeat": itertools.repeat,
     }
     exec(compile(source, f"<batch-runner-{n_args}>", "exec"), namespace)
     return namespace["run"]  # type: ignore[return-value]
 
 
-def calibrate(candidate: Candidate, sample_ns: int) -> None:
+def calibrate(
+    candidate: Candidate, sample_ns: int, clock: Callable[[], int] = time.perf_counter_ns
+) -> None:
     """Choose the batch size so one batch takes about ``sample_ns``."""
-    run = make_batch_runner(len(candidate.args))
+    run = make_batch_runner(len(candidate.args), clock)
     n = 1
     while True:
         elapsed = run(candidate.fn, candidate.args, n)
@@ -176,13 +181,13 @@ def measure(
     With ``budget_ns``, a candidate so slow that its samples would take longer is sampled in
     every k-th round only (at least ``MIN_SAMPLES`` samples), still interleaved with the rest.
     """
-    runners = [make_batch_runner(len(c.args)) for c in candidates]
+    runners = [make_batch_runner(len(c.args), settings.clock) for c in candidates]
     gc.collect()
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         for candidate in candidates:
-            calibrate(candidate, settings.sample_ns)
+            calibrate(candidate, settings.sample_ns, settings.clock)
             if budget_ns is not None:
                 candidate.stride = sampling_stride(candidate, settings, budget_ns)
         for rep in range(settings.warmup + settings.samples):
