@@ -478,7 +478,8 @@ class AdjointSweep:
         ]
         if not body:
             return out
-        restore, reads = self._plan_records(loop, body)
+        restore, reads, recomputed = self._plan_records(loop, body)
+        body = recomputed + body
         if self._can_iterate_records(loop, reads):
             # Every iteration recorded one tuple: walking the list backwards is the replay.
             stack, names = self.records.saved[id(loop.body)]
@@ -536,25 +537,53 @@ class AdjointSweep:
 
     def _plan_records(
         self, loop: Loop, reverse_body: list[ast.stmt]
-    ) -> tuple[list[ast.stmt], set[str]]:
+    ) -> tuple[list[ast.stmt], set[str], list[ast.stmt]]:
         """Decide what each block of the loop records; return the restoring statements.
 
-        Also returns the names the reverse body reads.
+        Also returns the names the reverse body reads and the statements that recompute,
+        instead of recording, the values whose operands are recorded anyway.
         """
-        reads = {
-            node.id
-            for stmt in reverse_body
-            for node in walk(stmt)
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
-        }
+        reads = _loads(reverse_body)
         needed = (assigned_in(loop.body) | set(loop.headers)) & reads
         needed.discard(loop.index)
+        recompute = self._recomputable(loop, needed)
+        needed -= {stmt.target for stmt in recompute}
+        recomputed = [self._recompute(stmt) for stmt in recompute]
+        reads |= _loads(recomputed)
         if not needed:
-            return [], reads
+            return [], reads, recomputed
         loop.stack = self.names.numbered("stack")
         self.records.stacks.append((loop.stack, loop.line))
         self._assign_records(loop.body, needed, loop.stack, extra=set(loop.headers))
-        return self._restore(loop.body, loop.line), reads
+        return self._restore(loop.body, loop.line), reads, recomputed
+
+    def _recomputable(self, loop: Loop, needed: set[str]) -> list[Apply]:
+        """Values the reverse sweep can recompute from recorded or unchanging operands.
+
+        Only primitives computed on every iteration (the body's top level), from operands
+        that are recorded anyway, never assigned by the loop, or themselves recomputed:
+        the records shrink and each recomputed value costs one operation.
+        """
+        top_level = [s for s in loop.body if isinstance(s, Apply) and not s.forward]
+        defined_here = {s.target for s in top_level}
+        changing = assigned_in(loop.body) | set(loop.headers) | _loop_scalars(loop)
+        recorded_anyway = needed - defined_here
+        available: dict[str, Apply] = {}
+        for stmt in top_level:
+            operands = [a.name for a in stmt.args if isinstance(a, Var)]
+            if all(n in available or n in recorded_anyway or n not in changing for n in operands):
+                available[stmt.target] = stmt
+        wanted = {name for name in needed if name in available}
+        for stmt in reversed(top_level):  # the operands the wanted ones are computed from
+            if stmt.target in wanted:
+                wanted |= {a.name for a in stmt.args if isinstance(a, Var)} & set(available)
+        return [stmt for stmt in top_level if stmt.target in wanted]
+
+    def _recompute(self, stmt: Apply) -> ast.stmt:
+        # Tagged forward: it is the primal's own arithmetic, kept exactly (never simplified),
+        # so the recomputed value is bit-for-bit the one the forward sweep had.
+        value = fill_placeholders(stmt.render, [atom_expr(a) for a in stmt.args])
+        return assign(stmt.target, value, stmt.line, FORWARD)
 
     def _assign_records(
         self, block: list[Stmt], needed: set[str], stack: str, extra: set[str] = frozenset()
@@ -585,6 +614,15 @@ class AdjointSweep:
                     node = ast.If(test=_name(stmt.cond), body=body or [ast.Pass()], orelse=orelse)
                     out.append(tag(node, line, ADJOINT))
         return out
+
+
+def _loads(statements: list[ast.stmt]) -> set[str]:
+    return {
+        node.id
+        for stmt in statements
+        for node in walk(stmt)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    }
 
 
 @dataclass
