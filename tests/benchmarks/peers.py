@@ -517,6 +517,12 @@ def compile_table(results: Sequence[CaseResult], line300_ms: float | None) -> li
             f"adcompile on the 300-op function, median of fresh compiles (`straight_line."
             f"run_compile`): {line300_ms:.1f} ms (target < {COMPILE_TARGET_MS:g} ms: {ok}).",
         ]
+    lines += [
+        "",
+        "Why SymPy gives up (tests/benchmarks/README.md): line300's nested ternaries become "
+        "nested `Piecewise` that SymPy folds while building the expression; the loop and the "
+        "swell make `diff` exponential in the nesting depth.",
+    ]
     return [*lines, ""]
 
 
