@@ -548,7 +548,7 @@ class AdjointSweep:
         needed.discard(loop.index)
         recompute = self._recomputable(loop, needed)
         needed -= {stmt.target for stmt in recompute}
-        recomputed = [self._recompute(stmt) for stmt in recompute]
+        recomputed = self._recompute(recompute, reads)
         reads |= _loads(recomputed)
         if not needed:
             return [], reads, recomputed
@@ -579,11 +579,31 @@ class AdjointSweep:
                 wanted |= {a.name for a in stmt.args if isinstance(a, Var)} & set(available)
         return [stmt for stmt in top_level if stmt.target in wanted]
 
-    def _recompute(self, stmt: Apply) -> ast.stmt:
-        # Tagged forward: it is the primal's own arithmetic, kept exactly (never simplified),
-        # so the recomputed value is bit-for-bit the one the forward sweep had.
-        value = fill_placeholders(stmt.render, [atom_expr(a) for a in stmt.args])
-        return assign(stmt.target, value, stmt.line, FORWARD)
+    def _recompute(self, recompute: list[Apply], reads: set[str]) -> list[ast.stmt]:
+        """Statements recomputing values, a temporary read once folded into its reader.
+
+        They are tagged forward: the primal's own arithmetic, kept exactly (never simplified),
+        so each recomputed value is bit-for-bit the one the forward sweep had.
+        """
+        uses: dict[str, int] = {}
+        for stmt in recompute:
+            for atom in stmt.args:
+                if isinstance(atom, Var):
+                    uses[atom.name] = uses.get(atom.name, 0) + 1
+        folded: dict[str, ast.expr] = {}
+        out = []
+        for stmt in recompute:
+            operands = [
+                folded.pop(a.name) if isinstance(a, Var) and a.name in folded else atom_expr(a)
+                for a in stmt.args
+            ]
+            value = fill_placeholders(stmt.render, operands)
+            target = stmt.target
+            if target in self.fn.temporaries and target not in reads and uses.get(target) == 1:
+                folded[target] = value
+            else:
+                out.append(assign(target, value, stmt.line, FORWARD))
+        return out
 
     def _assign_records(
         self, block: list[Stmt], needed: set[str], stack: str, extra: set[str] = frozenset()
