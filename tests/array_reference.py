@@ -22,7 +22,12 @@ Typical use, once arrays are supported::
 
     check_gradient(case.fn, adcompile.grad(case.fn, wrt=case.wrt), case.make_args(rng), case.wrt)
 
-where the candidate returns a tuple with one gradient per index in ``wrt``.
+where the candidate returns a tuple with one gradient per index in ``wrt``. Helpers:
+:func:`finite_difference_grad` (the reference), :func:`assert_grads_close` (the comparison),
+:func:`check_gradient` (both, plus the mutation check), :func:`call_without_mutation` (calls a
+function and asserts its arguments are bit-identical afterwards) and
+:func:`directional_difference` (one derivative along a direction, for inputs too large for
+per-element differences, such as the benchmark sizes).
 """
 
 from __future__ import annotations

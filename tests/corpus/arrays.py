@@ -10,8 +10,16 @@ for many, ``grad``: a hand-written NumPy backward returning one gradient per ``w
 the structure, shape and dtype of that input (the "hand-written backward" of the benchmark).
 
 The functions are defined at module level, one per entry, so ``inspect.getsource`` works on
-each; they use only ``np`` and their parameters. ``BENCH_ARGS`` draws the benchmark sizes of
+each; they use only ``np`` and their parameters (and, like the scalar corpora, carry no
+annotations or docstrings of their own). ``bench_args(rng)`` draws the benchmark sizes of
 issue 4 for the MLP loss and least squares.
+
+Hazards the inputs avoid on purpose (a compiler rule must still define them): ties of
+max/min/argmax (``distinct`` spaces values >= 0.1 apart), kinks of abs/maximum/minimum/clip,
+floor jumps, and ill-conditioned matrices (det/inv use I + small noise or SPD matrices). Where a
+parameter only feeds argmax or floor (``argmax_picks_other``'s ``scores``), its reference
+gradient is exactly zero. ``float32_mixed_float64`` promotes to float64, yet the gradient of
+its float32 input must still be float32.
 """
 
 from __future__ import annotations
