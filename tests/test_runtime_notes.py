@@ -189,3 +189,25 @@ def test_carets_point_at_the_shown_columns():
     text = "".join(traceback.format_exception(info.value))
     shown = text.split("    quotient = x / q\n", 1)[1].splitlines()[0]
     assert shown == "               ~~^~~"
+
+
+def test_pdb_lists_the_generated_code() -> None:
+    # Post-mortem in the generated frame: `list` and `where` read the registered source.
+    import io
+    import pdb
+
+    gradient = grad(seedlog)
+    try:
+        gradient(1.0, -2.0, 3.0)
+    except ValueError as exc:
+        tb = exc.__traceback__
+    out = io.StringIO()
+    debugger = pdb.Pdb(stdin=io.StringIO("where\nlist 1, 30\nquit\n"), stdout=out, nosigint=True)
+    debugger.use_rawinput = False
+    debugger.reset()
+    debugger.interaction(None, tb)
+    shown = out.getvalue()
+    assert "-> t1 = math.log(q)" in shown  # the current line, read from the generated source
+    # `list` shows the code around it, comments naming the user's lines included.
+    assert f"# line {line_of(seedlog, 2)}: f = math.log(q) * z" in shown
+    assert "return b_x, b_y, b_z" in shown
