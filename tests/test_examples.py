@@ -35,3 +35,18 @@ def test_square_prints_two_x():
     for x in (1.0, 2.5, -3.0):
         assert f"at x = {x}: {2 * x}" in out
     assert "def square_grad(x):" in out
+
+
+def test_newton_converges_with_generated_second_derivatives():
+    import math
+    import re
+
+    out = run_example("newton.py")
+    steps = re.findall(r"x = (-?\d+\.\d+), energy'\(x\)", out)
+    assert len(steps) == 6
+    x = float(steps[-1])
+    # energy'(x) = sinh(x - 1) + x, written out by hand: Newton has found its root.
+    assert abs(math.sinh(x - 1.0) + x) < 1e-11
+    # bowl's Hessian, by hand: d2/dx2 = 2, d2/dy2 = 6, d2/dxdy = 0.5.
+    assert "((2.0, 0.5), (0.5, 6.0))" in out
+    assert "dx_dx = 1.0" in out  # the forward-mode gradient it prints
