@@ -298,6 +298,38 @@ def _pack(names: list[str], store: bool = False) -> ast.expr:
 
 
 # ----- adjoint sweep ---------------------------------------------------------------------
+class Defined:
+    """The adjoint names defined on one path: the enclosing path's, with this block's changes.
+
+    Branches and loop bodies record only their own changes: copying the enclosing set for
+    each would make the sweep quadratic in the number of ``if`` statements.
+    """
+
+    def __init__(self, base: set[str] | Defined) -> None:
+        self.base = base
+        self.added: set[str] = set()
+        self.removed: set[str] = set()
+
+    def __contains__(self, name: object) -> bool:
+        if name in self.added:
+            return True
+        return name not in self.removed and name in self.base
+
+    def add(self, name: str) -> None:
+        """``name`` is defined from here on."""
+        self.added.add(name)
+        self.removed.discard(name)
+
+    def discard(self, name: str) -> None:
+        """``name`` is not defined from here on."""
+        self.added.discard(name)
+        self.removed.add(name)
+
+    def started(self) -> set[str]:
+        """The names this block defined that the enclosing path did not."""
+        return {name for name in self.added if name not in self.base}
+
+
 class AdjointSweep:
     """Builds the reverse sweep of a core function, one rule template per primitive."""
 
@@ -432,18 +464,19 @@ class AdjointSweep:
         return out
 
     def _if(self, stmt: If, defined: set[str]) -> list[ast.stmt]:
-        in_body, in_orelse = set(defined), set(defined)
+        in_body, in_orelse = Defined(defined), Defined(defined)
         body = self.block(stmt.body, in_body)
         orelse = self.block(stmt.orelse, in_orelse)
         # An adjoint that one branch starts and the code after the `if` reads must exist on
         # both paths: the other branch sets it to zero.
         inside = {self.adjoints.get(v) for v in assigned_in([stmt])}
-        started = (in_body | in_orelse) - defined - inside
-        for name in sorted(started - in_body):
+        started = (in_body.started() | in_orelse.started()) - inside
+        for name in sorted(n for n in started if n not in in_body):
             body.append(assign(name, ast.Constant(value=0.0), stmt.line, ADJOINT))
-        for name in sorted(started - in_orelse):
+        for name in sorted(n for n in started if n not in in_orelse):
             orelse.append(assign(name, ast.Constant(value=0.0), stmt.line, ADJOINT))
-        defined |= started
+        for name in started:
+            defined.add(name)
         if not body and not orelse:
             return []
         test: ast.expr = _name(stmt.cond)
@@ -455,7 +488,7 @@ class AdjointSweep:
     def _loop(self, loop: Loop, defined: set[str]) -> list[ast.stmt]:
         """Replay the iterations in reverse, restoring the values each one recorded."""
         out = self._loop_accumulators(loop, defined)
-        inner = set(defined)
+        inner = Defined(defined)
         body: list[ast.stmt] = []
         restarted = []
         for edge in reversed(loop.back_edges):
