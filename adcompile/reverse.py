@@ -9,6 +9,7 @@ can place one comment per block.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -28,6 +29,7 @@ from .ir import (
     fill_placeholders,
 )
 from .names import ADJOINT_PREFIXES, NameTable
+from .rules import Rule
 
 FORWARD = "forward"
 ADJOINT = "adjoint"
@@ -375,8 +377,11 @@ class AdjointSweep:
         rule reads ``g`` once, the value is substituted there instead of being stored.
         """
         definition = self.definitions.get(var)
-        single_use = definition is not None and (_cheap(value) or self._g_uses(definition) == 1)
-        if var in self.fn.temporaries and single_use:
+        if (
+            var in self.fn.temporaries
+            and definition is not None
+            and (_cheap(value) or self._g_uses(definition) == 1)
+        ):
             self.pending[var] = value
             defined.add(self.adjoint(var))
             return []
@@ -391,9 +396,12 @@ class AdjointSweep:
         ]
 
     def _g_uses(self, stmt: Apply) -> int:
-        setup, _ = stmt.rule.parsed
-        exprs = [e for _, e in self._wanted(stmt)] + [s.value for s in setup]
-        return sum(1 for e in exprs for name in names_in(e) if name == "g")
+        wanted = tuple(
+            i
+            for i, (atom, expr) in enumerate(zip(stmt.args, stmt.rule.parsed[1], strict=True))
+            if expr is not None and isinstance(atom, Var) and self.activity.active(atom.name)
+        )
+        return _g_count(stmt.rule, wanted)
 
     def _accumulate(self, var: str, value: ast.expr, line: int, defined: set[str]) -> ast.stmt:
         # The first contribution assigns; later ones add. No zero-initialised accumulators.
@@ -667,6 +675,14 @@ class AdjointSweep:
                     node = ast.If(test=_name(stmt.cond), body=body or [ast.Pass()], orelse=orelse)
                     out.append(tag(node, line, ADJOINT))
         return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _g_count(rule: Rule, wanted: tuple[int, ...]) -> int:
+    """How often a rule's setup and wanted adjoints read ``g`` (rules are fixed: cached)."""
+    setup, adjoints = rule.parsed
+    exprs = [adjoints[i] for i in wanted] + [s.value for s in setup]
+    return sum(1 for e in exprs for name in names_in(e) if name == "g")
 
 
 def _loads(statements: list[ast.stmt]) -> set[str]:
