@@ -226,10 +226,10 @@ def compile_transform(
 ) -> Callable[..., Any]:
     """Generate, load and label one transform of ``fn`` (see ``generate``)."""
     fn = _differentiable_version(fn)
-    fs = load_function(fn)
     with _collector_paused():
+        fs = load_function(fn)
         generated = generate(fs, kind, wrt, mode, optimize)
-    compiled = load_module(generated.text, f"{generated.name} of {fn.__qualname__}")
+        compiled = load_module(generated.text, f"{generated.name} of {fn.__qualname__}")
     function = compiled[generated.name]
     function.source = generated.text
     function.__wrapped__ = fn
