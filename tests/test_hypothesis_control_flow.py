@@ -20,7 +20,7 @@ difference (step ``FD_STEP``) agrees with the reference: a branch threshold with
 would make them differ, so kinks and jumps near the point are excluded. A point that fails is
 redrawn (``MAX_POINT_TRIES`` times, then the example is rejected).
 
-``ADCOMPILE_HYPOTHESIS_EXAMPLES`` sets the number of programs (default 300); with ``CI`` set
+``ADCOMPILE_HYPOTHESIS_EXAMPLES`` sets the number of programs (default 200); with ``CI`` set
 the run is derandomized, so CI always checks the same programs.
 """
 
@@ -46,7 +46,7 @@ from adcompile import grad
 from adcompile.reference import MpCheckRow, MpReport, agrees, reference_gradient_mp
 from tests.helpers import function_from_source
 
-EXAMPLES = int(os.environ.get("ADCOMPILE_HYPOTHESIS_EXAMPLES", "300"))
+EXAMPLES = int(os.environ.get("ADCOMPILE_HYPOTHESIS_EXAMPLES", "200"))
 INPUT_BOUND = 2.0
 # Every variable, parameter and returned value stays within LIMIT in magnitude.
 LIMIT = 4.0
