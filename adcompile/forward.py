@@ -28,7 +28,6 @@ from .ir import (
     Stmt,
     Var,
     atom_expr,
-    fill_placeholders,
 )
 from .names import NameTable
 from .reverse import (
@@ -108,8 +107,7 @@ class TangentSweep:
         if stmt.forward:  # a user rule: the callee's inlined body computes the value
             out = self.block(stmt.forward)
         else:
-            value = fill_placeholders(stmt.render, [atom_expr(a) for a in stmt.args])
-            out = [assign(stmt.target, value, stmt.line, FORWARD)]
+            out = [assign(stmt.target, stmt.primal_expr(), stmt.line, FORWARD)]
         for direction in self.directions:
             if direction.activity.active(stmt.target):
                 out += self._tangent(stmt, direction)

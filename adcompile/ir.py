@@ -68,6 +68,10 @@ class Apply:
     # flows through it; the rule gives the adjoint).
     forward: list[Stmt] = field(default_factory=list)
 
+    def primal_expr(self) -> ast.expr:
+        """The primal expression in the user's spelling, operands filled in."""
+        return fill_placeholders(self.render, [atom_expr(a) for a in self.args])
+
 
 @dataclass
 class Copy:

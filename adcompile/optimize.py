@@ -14,6 +14,7 @@ import operator
 from collections.abc import Callable, Sequence
 
 from .astutil import loads_in, map_children, names_in, rename_in_place
+from .overlay import SetOverlay
 from .reverse import ADJOINT, TANGENT
 
 _FOLDABLE: dict[type[ast.operator], Callable[[object, object], object]] = {
@@ -151,7 +152,7 @@ def _reads(node: ast.AST) -> set[str]:
     return set(names_in(node))
 
 
-def eliminate_dead_code(statements: list[ast.stmt], live: set[str] | _BranchLive) -> list[ast.stmt]:
+def eliminate_dead_code(statements: list[ast.stmt], live: set[str] | SetOverlay) -> list[ast.stmt]:
     """Drop assignments whose value nothing later reads; ``live`` is updated to the entry set."""
     kept: list[ast.stmt] = []
     for stmt in reversed(statements):
@@ -181,34 +182,8 @@ def eliminate_dead_code(statements: list[ast.stmt], live: set[str] | _BranchLive
     return kept
 
 
-class _BranchLive:
-    """The live set inside one branch, as changes to the set after the ``if``.
-
-    Copying the whole live set for each branch would make dead-code elimination quadratic
-    in the number of ``if`` statements; a branch only records what it adds and removes.
-    """
-
-    def __init__(self, base: set[str] | _BranchLive) -> None:
-        self.base = base
-        self.added: set[str] = set()
-        self.removed: set[str] = set()
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.added or (name in self.base and name not in self.removed)
-
-    def discard(self, name: str) -> None:
-        """Mark ``name`` dead from here back (it is assigned here)."""
-        self.added.discard(name)
-        if name in self.base:
-            self.removed.add(name)
-
-    def __ior__(self, names: set[str]) -> _BranchLive:
-        self.added |= names
-        return self
-
-
-def _dead_code_in_if(stmt: ast.If, live: set[str] | _BranchLive) -> ast.If | None:
-    live_body, live_orelse = _BranchLive(live), _BranchLive(live)
+def _dead_code_in_if(stmt: ast.If, live: set[str] | SetOverlay) -> ast.If | None:
+    live_body, live_orelse = SetOverlay(live), SetOverlay(live)
     body = eliminate_dead_code(stmt.body, live_body)
     orelse = eliminate_dead_code(stmt.orelse, live_orelse)
     if not body and not orelse:

@@ -13,7 +13,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .astutil import clone, names_in, substitute, walk
+from .astutil import clone, loads_in, names_in, substitute
 from .ir import (
     Apply,
     Atom,
@@ -29,6 +29,7 @@ from .ir import (
     fill_placeholders,
 )
 from .names import ADJOINT_PREFIXES, NameTable
+from .overlay import SetOverlay
 from .rules import Rule
 
 FORWARD = "forward"
@@ -212,8 +213,7 @@ def forward_sweep(block: list[Stmt], records: Records | None = None) -> list[ast
         if isinstance(stmt, Apply) and stmt.forward:
             out += forward_sweep(stmt.forward, records)
         elif isinstance(stmt, Apply):
-            value = fill_placeholders(stmt.render, [atom_expr(a) for a in stmt.args])
-            out.append(assign(stmt.target, value, stmt.line, FORWARD))
+            out.append(assign(stmt.target, stmt.primal_expr(), stmt.line, FORWARD))
         elif isinstance(stmt, Copy):
             out.append(assign(stmt.target, atom_expr(stmt.source), stmt.line, FORWARD))
         elif isinstance(stmt, Opaque):
@@ -300,38 +300,6 @@ def _pack(names: list[str], store: bool = False) -> ast.expr:
 
 
 # ----- adjoint sweep ---------------------------------------------------------------------
-class Defined:
-    """The adjoint names defined on one path: the enclosing path's, with this block's changes.
-
-    Branches and loop bodies record only their own changes: copying the enclosing set for
-    each would make the sweep quadratic in the number of ``if`` statements.
-    """
-
-    def __init__(self, base: set[str] | Defined) -> None:
-        self.base = base
-        self.added: set[str] = set()
-        self.removed: set[str] = set()
-
-    def __contains__(self, name: object) -> bool:
-        if name in self.added:
-            return True
-        return name not in self.removed and name in self.base
-
-    def add(self, name: str) -> None:
-        """``name`` is defined from here on."""
-        self.added.add(name)
-        self.removed.discard(name)
-
-    def discard(self, name: str) -> None:
-        """``name`` is not defined from here on."""
-        self.added.discard(name)
-        self.removed.add(name)
-
-    def started(self) -> set[str]:
-        """The names this block defined that the enclosing path did not."""
-        return {name for name in self.added if name not in self.base}
-
-
 class AdjointSweep:
     """Builds the reverse sweep of a core function, one rule template per primitive."""
 
@@ -472,7 +440,7 @@ class AdjointSweep:
         return out
 
     def _if(self, stmt: If, defined: set[str]) -> list[ast.stmt]:
-        in_body, in_orelse = Defined(defined), Defined(defined)
+        in_body, in_orelse = SetOverlay(defined), SetOverlay(defined)
         body = self.block(stmt.body, in_body)
         orelse = self.block(stmt.orelse, in_orelse)
         # An adjoint that one branch starts and the code after the `if` reads must exist on
@@ -496,7 +464,7 @@ class AdjointSweep:
     def _loop(self, loop: Loop, defined: set[str]) -> list[ast.stmt]:
         """Replay the iterations in reverse, restoring the values each one recorded."""
         out = self._loop_accumulators(loop, defined)
-        inner = Defined(defined)
+        inner = SetOverlay(defined)
         body: list[ast.stmt] = []
         restarted = []
         for edge in reversed(loop.back_edges):
@@ -686,12 +654,7 @@ def _g_count(rule: Rule, wanted: tuple[int, ...]) -> int:
 
 
 def _loads(statements: list[ast.stmt]) -> set[str]:
-    return {
-        node.id
-        for stmt in statements
-        for node in walk(stmt)
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
-    }
+    return {name for stmt in statements for name in loads_in(stmt)}
 
 
 @dataclass

@@ -1,14 +1,31 @@
-"""Shared test helpers: turn source text into a real module file so adcompile can read it."""
+"""Shared test helpers: source text as real module files, and the command line as a user runs it."""
 
 from __future__ import annotations
 
 import importlib.util
 import itertools
+import os
+import subprocess
+import sys
 import textwrap
 import types
 from pathlib import Path
 
 _COUNTER = itertools.count()
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m adcompile`` in a subprocess (as a user would)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "adcompile", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        check=False,
+    )
 
 
 def module_from_source(directory: Path, text: str) -> types.ModuleType:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,22 +12,10 @@ import pytest
 from adcompile import grad
 from adcompile.cli import main
 from adcompile.rules import active_rules
+from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "examples" / "seed.py"
-
-
-def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m adcompile`` in a subprocess (as a user would)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "adcompile", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        check=False,
-    )
 
 
 def test_dump_prints_the_same_code_as_the_api():

@@ -18,6 +18,7 @@ from adcompile import explain, grad
 from adcompile.cli import main
 from adcompile.explain import JSON_SCHEMA, Explanation
 from tests.corpus.control_flow import GROUPS
+from tests.helpers import run_cli
 from tests.test_corpus_straight_line import FUNCTIONS, param_names, points_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,19 +34,6 @@ backward   start: df/df = 1
                     df/dy = df/dq * 1  = 5 * 1     = 5
 result     df/dx = 5, df/dy = 5, df/dz = 1
 """
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m adcompile`` as a user would."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "adcompile", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        check=False,
-    )
 
 
 def seed_explanation() -> Explanation:

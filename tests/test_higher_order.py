@@ -29,6 +29,7 @@ from adcompile.reference import assert_grad_matches_mp, reference_hessian_mp
 from adcompile.symbolic import symbolic_function
 from tests.corpus import control_flow as cf
 from tests.corpus.straight_line import NO_DERIVATIVE
+from tests.test_corpus_control_flow import wrt_names
 from tests.test_corpus_straight_line import FUNCTIONS, corpus_params, param_names, points_for
 
 RTOL = 1e-7
@@ -321,7 +322,7 @@ def test_forward_mode_control_flow_matches_mpmath(fn, points, wrt) -> None:
 
 @pytest.mark.parametrize(("fn", "points", "wrt"), control_flow_params(CONTROL_FLOW[::4]))
 def test_hessian_of_control_flow_matches_mpmath(fn, points, wrt) -> None:
-    names = cf_wrt_names(fn, wrt)
+    names = wrt_names(fn, wrt)
     compiled = hessian(fn, wrt=wrt)
     for point in points[:1]:
         args = [point[name] for name in param_names(fn)]
@@ -333,13 +334,6 @@ def test_hessian_of_control_flow_matches_mpmath(fn, points, wrt) -> None:
                 assert math.isclose(got[i][j], expected[i][j], rel_tol=1e-6, abs_tol=1e-8), (
                     f"d2{fn.__name__}/d{a}d{b} at {point}: got {got[i][j]}, mpmath {expected[i][j]}"
                 )
-
-
-def cf_wrt_names(fn: Callable[..., Any], wrt: Any) -> list[str]:
-    """The parameter names ``wrt`` selects (all positional parameters for None)."""
-    from adcompile.reference import positional_params, resolve_wrt
-
-    return resolve_wrt(positional_params(fn), wrt, fn.__name__)[0]
 
 
 @pytest.mark.parametrize("fn", NO_DERIVATIVE, ids=lambda fn: fn.__name__)
