@@ -67,6 +67,9 @@ class Apply:
     # A user function with a user rule: its inlined body computes the value (no derivative
     # flows through it; the rule gives the adjoint).
     forward: list[Stmt] = field(default_factory=list)
+    # The rule's keyword-only parameters (``axis=``, ``index``): non-differentiable
+    # expressions, already in ``render`` in the user's spelling.
+    statics: dict[str, ast.expr] = field(default_factory=dict)
 
     def primal_expr(self) -> ast.expr:
         """The primal expression in the user's spelling, operands filled in."""
@@ -75,11 +78,17 @@ class Apply:
 
 @dataclass
 class Copy:
-    """``target = source``."""
+    """``target = source``.
+
+    A *leaf* of a structured parameter (``W = params["W1"]``) is a copy of a stand-in
+    variable that names the leaf (its adjoint accumulates the leaf's gradient); ``render`` is
+    then the expression the forward code evaluates instead (``params['W1']``).
+    """
 
     target: str
     source: Atom
     line: Line
+    render: ast.expr | None = None
 
 
 @dataclass
@@ -161,6 +170,21 @@ class CoreFunction:
     # A function returning a tuple of scalars: one output name per element (else None).
     outputs: list[str] | None = None
     def_line: int = 0  # the line of the function's ``def`` (or ``lambda``)
+    # NumPy code: the rules, accumulation and returned gradients follow array semantics.
+    array_mode: bool = False
+    numpy_alias: str = "np"
+    # Structured parameters: each parameter's leaves as (path, stand-in variable), and the
+    # expression each stand-in names (``params['W1']``).
+    leaves: dict[str, list[tuple[tuple[object, ...], str]]] = field(default_factory=dict)
+    leaf_exprs: dict[str, ast.expr] = field(default_factory=dict)
+    # Helper functions (``array_helpers.py``) the generated code calls, by their alias.
+    helpers: dict[str, str] = field(default_factory=dict)
+
+    def helper(self, name: str) -> str:
+        """The generated module's name for a helper function (allocated on first use)."""
+        if name not in self.helpers:
+            self.helpers[name] = self.names.fresh(name) if self.names else name
+        return self.helpers[name]
 
     def output_names(self) -> list[str]:
         """The names holding the function's result: one, or one per returned tuple element."""
@@ -194,7 +218,7 @@ def fill_placeholders(template: ast.expr, operands: list[ast.expr]) -> ast.expr:
         return ast.BinOp(left=operands[0], op=template.op, right=operands[1])
     if cls is ast.UnaryOp:
         return ast.UnaryOp(op=template.op, operand=operands[0])
-    if cls is ast.Call:
+    if cls is ast.Call and not template.keywords and len(template.args) == len(operands):
         return ast.Call(func=clone(template.func), args=operands, keywords=[])
     lookup = {ARG_PLACEHOLDER.format(i): op for i, op in enumerate(operands)}
     return substitute(template, lookup)

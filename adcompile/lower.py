@@ -39,8 +39,10 @@ from .ir import (
     atom_expr,
 )
 from .iteration import IterationRewriter
+from .lower_arrays import SHAPE_FUNCTIONS, ArrayLowering, is_numpy, uses_numpy
 from .names import NameTable, function_identifiers, user_name_table
 from .rules import Rule, RuleTable, active_rules
+from .rules.registry import lookup_rule
 from .source import FunctionSource, StaticFunction, load_function
 
 BINARY_OPERATORS: dict[type[ast.operator], Callable[..., object]] = {
@@ -119,7 +121,7 @@ def has_return(body: list[ast.stmt]) -> bool:
 _NEW_SCOPES = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.comprehension)
 
 
-class Lowerer:
+class Lowerer(ArrayLowering):
     """Turns one function's AST into a ``CoreFunction``."""
 
     def __init__(
@@ -142,11 +144,21 @@ class Lowerer:
             self.constant_names: dict[tuple[int, str], str] = {}
             self.temporaries: set[str] = set()
             self.call_chain: list[FunctionSource] = [fs]
+            self.array_mode, self.numpy, self.numpy_alias = False, None, "np"
+            # Structured parameters: names bound to a parameter indexed by constant keys.
+            self.tree_aliases: dict[str, tuple[str, tuple[object, ...]]] = {}
+            self.leaf_names: dict[tuple[str, tuple[object, ...]], str] = {}
+            self.leaves: dict[str, list[tuple[tuple[object, ...], str]]] = {}
+            self.leaf_exprs: dict[str, ast.expr] = {}
         else:  # an inlined callee shares the caller's names and module-level state
             self.names, self.math_alias = parent.names, parent.math_alias
             self.constants, self.constant_names = parent.constants, parent.constant_names
             self.temporaries = parent.temporaries
             self.call_chain = [*parent.call_chain, fs]
+            self.array_mode, self.numpy = parent.array_mode, parent.numpy
+            self.numpy_alias, self.tree_aliases = parent.numpy_alias, parent.tree_aliases
+            self.leaf_names, self.leaves = parent.leaf_names, parent.leaves
+            self.leaf_exprs = parent.leaf_exprs
         self.uses_math = False
         # Set by lower_function for jacobians and jvp/vjp: a final ``return a, b`` is allowed.
         self.tuple_output = False
@@ -165,6 +177,8 @@ class Lowerer:
         body = Desugar(self.names).function_body(body)
         self.locals = set(params) | assigned_names(body)
         self.math_alias = self._choose_math_alias()
+        if uses_numpy(node, self.fs.namespace, self.locals):
+            self._enter_array_mode(params)
         for name in params:
             self.env[name] = name
         output = self.names.fresh(_output_stem(self.fs.name, params))
@@ -188,7 +202,19 @@ class Lowerer:
             temporaries=self.temporaries,
             outputs=self.outputs,
             def_line=node.lineno,
+            array_mode=self.array_mode,
+            numpy_alias=self.numpy_alias,
+            leaves=self.leaves,
+            leaf_exprs=self.leaf_exprs,
         )
+
+    def _enter_array_mode(self, params: list[str]) -> None:
+        import numpy  # only functions that name NumPy get here: it is imported already
+
+        self.array_mode, self.numpy = True, numpy
+        user_np_is_numpy = "np" not in self.locals and self.fs.namespace.get("np") is numpy
+        self.numpy_alias = "np" if user_np_is_numpy else self.names.fresh("np")
+        self.tree_aliases.update({p: (p, ()) for p in params})
 
     def _own_rule(self, params: list[str]) -> Rule | None:
         """A user rule registered for the very function being differentiated."""
@@ -412,6 +438,8 @@ class Lowerer:
 
     def _unpack(self, target: ast.Tuple | ast.List, value: ast.expr) -> None:
         if not isinstance(value, ast.Tuple | ast.List):
+            if self.array_mode and self._unpack_tree(target, value):
+                return
             raise self._error(UnsupportedSyntaxError, value, messages.UNPACK_NON_LITERAL)
         for elt in target.elts:
             self._check_name_target(elt)
@@ -460,7 +488,7 @@ class Lowerer:
             and isinstance(node.operand, ast.Constant)
         ):
             return Const(-self._number(node.operand))
-        if isinstance(node, ast.Attribute):
+        if isinstance(node, ast.Attribute) and not (self.array_mode and self._on_local(node)):
             return self._attribute_atom(node)
         temp = self.names.numbered("t")
         self.temporaries.add(temp)
@@ -471,8 +499,14 @@ class Lowerer:
         """Emit statements that leave the value of ``node`` in ``target``."""
         handler = getattr(self, f"_expr_{type(node).__name__}", None)
         if handler is None:
+            if isinstance(node, ast.Attribute) and self.array_mode and self._on_local(node):
+                self._array_attribute(node, target)
+                return
             if isinstance(node, ast.Constant | ast.Name | ast.Attribute):
-                self.block.append(Copy(target, self._atom(node), node.lineno))
+                atom = self._atom(node)
+                self.block.append(Copy(target, atom, node.lineno))
+                if isinstance(atom, Var) and atom.name in self.tree_aliases:
+                    self.tree_aliases[target] = self.tree_aliases[atom.name]
                 return
             message = messages.UNSUPPORTED_EXPRESSIONS.get(
                 type(node), f"`{type(node).__name__}` expressions are not supported"
@@ -482,6 +516,8 @@ class Lowerer:
 
     def _expr_BinOp(self, node: ast.BinOp, target: str) -> None:
         primal = BINARY_OPERATORS.get(type(node.op))
+        if self.array_mode and isinstance(node.op, ast.MatMult):
+            primal = operator.matmul
         if primal is None:
             symbol = messages.operator_symbol(node.op)
             raise self._error(UnsupportedSyntaxError, node, messages.unsupported_operator(symbol))
@@ -513,6 +549,9 @@ class Lowerer:
     _expr_List = _expr_Tuple
 
     def _expr_Subscript(self, node: ast.Subscript, target: str) -> None:
+        if self.array_mode:
+            self._array_subscript(node, target)
+            return
         error = self._error(NoDerivativeError, node, messages.INDEX_ON_PATH)
         self._opaque(node, target, no_rule=error)
 
@@ -553,7 +592,14 @@ class Lowerer:
         if local is not None:
             self._inline(node, target, local)
             return
+        if self.array_mode and isinstance(node.func, ast.Attribute) and self._on_local(node.func):
+            self._method_call(node, target)
+            return
         callee, shown = self._callee(node.func)
+        if self.array_mode and is_numpy(callee):
+            if not self._numpy_call(node, target, callee, shown):
+                self._call_without_rule(node, target, callee, shown)
+            return
         user_source = self._user_function(callee)
         if user_source is not None:
             self._call_user_function(node, target, callee, user_source)
@@ -568,7 +614,7 @@ class Lowerer:
             # min(a, b, c) == min(min(a, b), c), ties included (the first wins in both).
             inner = ast.Call(func=node.func, args=args[:-1], keywords=[])
             args = [ast.copy_location(inner, node), args[-1]]
-        rule = self.rules.lookup(callee, len(args))
+        rule = lookup_rule(self.rules, callee, len(args), arrays=self.array_mode)
         if rule is None:
             self._call_without_rule(node, target, callee, shown)
             return
@@ -642,6 +688,8 @@ class Lowerer:
             name = self.names.fresh(param)
             self.block.append(Copy(name, atom, node.lineno))
             callee.env[param] = name
+            if isinstance(atom, Var) and atom.name in self.tree_aliases:
+                self.tree_aliases[name] = self.tree_aliases[atom.name]
         start = len(self.block)
         callee.block = self.block
         callee.lower_inline(target)
@@ -684,6 +732,11 @@ class Lowerer:
     def _call_without_rule(self, node: ast.Call, target: str, callee: object, shown: str) -> None:
         name = ast.unparse(node.func)
         arities = self.rules.arities(callee)
+        if self.array_mode and is_numpy(callee):
+            arities = []  # array rules were tried with every arity and static arguments
+            if getattr(callee, "__name__", None) in SHAPE_FUNCTIONS:
+                self._opaque(node, target)  # depends on shapes only: exactly constant
+                return
         if arities:
             message = messages.wrong_arity(name, len(node.args), arities)
             raise self._error(UnsupportedSyntaxError, node, message)
@@ -703,7 +756,7 @@ class Lowerer:
         shape: ast.expr,
         rule: Rule | None = None,
     ) -> None:
-        rule = rule or self.rules.lookup(primal, len(args))
+        rule = rule or lookup_rule(self.rules, primal, len(args), arrays=self.array_mode)
         if rule is None:  # an operator without a rule: the rule table was changed
             raise self._error(NoDerivativeError, node, messages.no_rule(ast.unparse(node), primal))
         self.block.append(Apply(target, rule, args, shape, node.lineno))
@@ -760,10 +813,26 @@ class Lowerer:
             UnsupportedSyntaxError, node, messages.global_not_number(ast.unparse(node), value)
         )
 
+    def _on_local(self, node: ast.Attribute) -> bool:
+        """True if an attribute is read from a value (``x.T``), not from a module."""
+        base = node.value
+        while isinstance(base, ast.Attribute):
+            base = base.value
+        if not isinstance(base, ast.Name):
+            return True
+        if base.id in self.locals:
+            return True
+        if self.closure is not None and base.id in self.closure.locals:
+            return True
+        return not isinstance(self.fs.namespace.get(base.id), types.ModuleType)
+
     def _resolve_attribute(self, node: ast.Attribute) -> tuple[object, ast.expr]:
-        if not isinstance(node.value, ast.Name) or node.value.id in self.locals:
+        if isinstance(node.value, ast.Attribute) and self.array_mode:
+            module, _ = self._resolve_attribute(node.value)  # np.linalg.norm
+        elif not isinstance(node.value, ast.Name) or node.value.id in self.locals:
             raise self._error(UnsupportedSyntaxError, node, messages.ATTRIBUTE_ACCESS)
-        module = self._resolve_global(node.value)
+        else:
+            module = self._resolve_global(node.value)
         if not isinstance(module, types.ModuleType):
             raise self._error(UnsupportedSyntaxError, node, messages.ATTRIBUTE_ACCESS)
         if not hasattr(module, node.attr):
@@ -774,6 +843,12 @@ class Lowerer:
         return value, self._module_member(module, node.attr, node)
 
     def _module_member(self, module: types.ModuleType, attr: str, node: ast.AST) -> ast.expr:
+        if self.array_mode and is_numpy(module):
+            path = module.__name__.split(".")[1:]  # numpy.linalg -> np.linalg
+            expr: ast.expr = ast.Name(id=self.numpy_alias, ctx=ast.Load())
+            for part in [*path, attr]:
+                expr = ast.Attribute(value=expr, attr=part, ctx=ast.Load())
+            return expr
         for name, known in RENDERABLE_MODULES.items():
             if module is known:
                 if name == "math":
@@ -795,7 +870,10 @@ class Lowerer:
 
     def _canonical_callee(self, value: object, node: ast.Name) -> ast.expr:
         # `from math import sin` and `import math as m` both become `math.sin`.
-        for module in RENDERABLE_MODULES.values():
+        modules = list(RENDERABLE_MODULES.values())
+        if self.array_mode:
+            modules.append(self.numpy)
+        for module in modules:
             name = getattr(value, "__name__", None)
             if name and getattr(module, name, None) is value:
                 return self._module_member(module, name, node)
@@ -807,6 +885,8 @@ class Lowerer:
         name = getattr(value, "__name__", None)
         if name is None:
             return False
+        if self.array_mode and is_numpy(value):
+            return True
         in_module = any(getattr(m, name, None) is value for m in RENDERABLE_MODULES.values())
         return in_module or (name in NONDIFF_BUILTINS and getattr(builtins, name) is value)
 
@@ -843,7 +923,13 @@ class _OpaqueRewriter(ast.NodeTransformer):
         return ast.copy_location(atom_expr(atom), name)
 
     def visit_Attribute(self, attr: ast.Attribute) -> ast.expr:
-        return self.lowerer._attribute_atom(attr).expr
+        lowerer = self.lowerer
+        if lowerer.array_mode and lowerer._on_local(attr):  # x.shape, x.size, ...
+            value = self.visit(attr.value)
+            return ast.Attribute(value=value, attr=attr.attr, ctx=ast.Load())
+        if lowerer.array_mode and attr.attr == "newaxis":
+            return ast.Constant(value=None)
+        return lowerer._attribute_atom(attr).expr
 
     def visit_Call(self, call: ast.Call) -> ast.expr:
         lowerer = self.lowerer
@@ -857,13 +943,18 @@ class _OpaqueRewriter(ast.NodeTransformer):
             atom = lowerer._atom(call)
             self.reads.add(atom.name)
             return ast.copy_location(atom_expr(atom), call)
-        value, shown = lowerer._callee(call.func)
+        args = [self.visit(a) for a in call.args]
+        keywords = [ast.keyword(arg=k.arg, value=self.visit(k.value)) for k in call.keywords]
+        func = call.func
+        if lowerer.array_mode and isinstance(func, ast.Attribute) and lowerer._on_local(func):
+            return ast.Call(func=self.visit(func), args=args, keywords=keywords)  # x.argmax()
+        value, shown = lowerer._callee(func)
         if not lowerer._renderable_callee(value):
-            name = ast.unparse(call.func)
-            raise lowerer._error(NoDerivativeError, call.func, messages.no_rule(name, value))
-        if call.keywords:
+            name = ast.unparse(func)
+            raise lowerer._error(NoDerivativeError, func, messages.no_rule(name, value))
+        if call.keywords and not lowerer.array_mode:
             raise lowerer._error(UnsupportedSyntaxError, call, messages.CALL_KEYWORDS)
-        return ast.Call(func=shown, args=[self.visit(a) for a in call.args], keywords=[])
+        return ast.Call(func=shown, args=args, keywords=keywords)
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
         message = _OPAQUE_UNSUPPORTED.get(type(node))

@@ -250,3 +250,29 @@ def no_rule_on_path(name: str) -> str:
         "differentiated input; use it only in conditions, or on values that are not "
         "differentiated"
     )
+
+
+def unsupported_keyword(name: str, keyword: str, accepted: list[str]) -> str:
+    """A keyword argument an array rule does not take."""
+    known = ", ".join(f"`{k}`" for k in accepted) or "no keyword arguments"
+    return f"{name}: the keyword `{keyword}` is not supported here (it takes {known})"
+
+
+def unsupported_method(method: str, supported: tuple[str, ...]) -> str:
+    """A method call on an array that has no rule."""
+    listed = ", ".join(f".{m}()" for m in supported)
+    return f"the method `.{method}()` has no derivative rule; supported on arrays: {listed}"
+
+
+def unsupported_attribute(attr: str) -> str:
+    """An attribute of an array that is neither ``.T`` nor a shape attribute."""
+    return (
+        f"the attribute `.{attr}` of an array is not supported; "
+        "use .T, or .shape/.size/.ndim/.dtype where no derivative flows"
+    )
+
+
+FORWARD_MODE_ARRAYS = (
+    "forward mode (and jvp, jacobian, hessian) does not support NumPy code yet; "
+    "use grad in reverse mode"
+)

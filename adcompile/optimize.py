@@ -13,7 +13,7 @@ import math
 import operator
 from collections.abc import Callable, Sequence
 
-from .astutil import loads_in, map_children, names_in, rename_in_place
+from .astutil import clone, loads_in, map_children, names_in, rename_in_place
 from .overlay import SetOverlay
 from .reverse import ADJOINT, TANGENT
 
@@ -381,3 +381,35 @@ def inline_temporaries(
         return out
 
     return walk(statements)
+
+
+def finish_array_code(
+    statements: list[ast.stmt], primal_of: dict[str, ast.expr], numpy_alias: str
+) -> list[ast.stmt]:
+    """Array mode: accumulate with ``b = b + e``, and start zero adjoints as arrays.
+
+    ``b += e`` would add into the array ``b`` in place, and ``b`` may be the very array
+    another adjoint (or a rule's result) holds. A zero adjoint ``b_x = 0.0`` becomes
+    ``np.zeros_like(x)``, so it has ``x``'s shape wherever a rule reads it (``g @ W``).
+    """
+    out = []
+    for stmt in statements:
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            read = ast.Name(id=stmt.target.id, ctx=ast.Load())
+            value = ast.BinOp(left=read, op=stmt.op, right=stmt.value)
+            new = ast.Assign(targets=[stmt.target], value=value, lineno=0)
+            new.adcompile_line = getattr(stmt, "adcompile_line", None)
+            new.adcompile_sweep = getattr(stmt, "adcompile_sweep", None)
+            stmt = new
+        elif _is_zero_assign(stmt) and stmt.targets[0].id in primal_of:
+            primal = clone(primal_of[stmt.targets[0].id])
+            zeros = ast.Attribute(
+                value=ast.Name(id=numpy_alias, ctx=ast.Load()), attr="zeros_like", ctx=ast.Load()
+            )
+            stmt.value = ast.Call(func=zeros, args=[primal], keywords=[])
+        for field in ("body", "orelse"):
+            block = getattr(stmt, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                setattr(stmt, field, finish_array_code(block, primal_of, numpy_alias))
+        out.append(stmt)
+    return out

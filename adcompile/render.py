@@ -9,12 +9,15 @@ primal line it comes from. Loading it executes exactly that text, so ``.source``
 from __future__ import annotations
 
 import ast
+import inspect
 import itertools
 import linecache
 import re
+import textwrap
 import warnings
 from dataclasses import dataclass, field
 
+from .astutil import rename_in_place
 from .errors import UnsupportedSyntaxError
 from .ir import CoreFunction, Site
 from .notes import instrument
@@ -148,15 +151,41 @@ def render_module(functions: list[GeneratedFunction], header: str) -> str:
     if _reads_module(code, core.math_alias):
         alias = None if core.math_alias == "math" else core.math_alias
         prelude.append(ast.Import(names=[ast.alias(name="math", asname=alias)]))
+    if core.array_mode:
+        prelude.append(ast.Import(names=[ast.alias(name="numpy", asname=core.numpy_alias)]))
     constants: dict[str, object] = {}
     for gen in functions:
         constants.update(gen.core.constants)
     for name, value in sorted(constants.items()):
         target = ast.Name(id=name, ctx=ast.Store())
         prelude.append(ast.Assign(targets=[target], value=_constant_literal(value), lineno=0))
+    helpers = helper_definitions(core) if core.helpers else []
+    if helpers:
+        code = f"{_to_source(helpers)}\n\n{code}"
     if prelude:  # as astor lays out a module: two blank lines before the first def
         code = f"{_to_source(prelude)}\n\n{code}"
     return f"{header}\n{comments.substitute(code)}"
+
+
+def helper_definitions(core: CoreFunction) -> list[ast.stmt]:
+    """The helper functions the generated code calls, copied in under their aliases."""
+    from .rules.array_helpers import HELPER_DEPENDENCIES, HELPERS
+
+    wanted, stack = [], list(core.helpers)
+    while stack:
+        name = stack.pop()
+        if name not in wanted:
+            wanted.append(name)
+            stack.extend(HELPER_DEPENDENCIES[name])
+    renames = {name: core.helper(name) for name in wanted}
+    renames["np"] = core.numpy_alias
+    definitions = []
+    for name in sorted(wanted, key=list(HELPERS).index):
+        node = ast.parse(textwrap.dedent(inspect.getsource(HELPERS[name]))).body[0]
+        node.name = renames[name]
+        rename_in_place(node, renames)
+        definitions.append(node)
+    return definitions
 
 
 def load_module(text: str, label: str) -> dict[str, object]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -52,7 +53,8 @@ class Activity:
 
 def analyze_activity(fn: CoreFunction, wrt: list[str]) -> Activity:
     """Find the active values; raise the stored error of an opaque value a derivative needs."""
-    activity = Activity(varied=set(wrt), useful=set(fn.output_names()))
+    leaves = {stand_in for p in wrt for _, stand_in in fn.leaves.get(p, [])}
+    activity = Activity(varied=set(wrt) | leaves, useful=set(fn.output_names()))
     _mark_varied(fn.body, activity.varied)
     _mark_useful(fn.body, activity)
     return activity
@@ -215,7 +217,8 @@ def forward_sweep(block: list[Stmt], records: Records | None = None) -> list[ast
         elif isinstance(stmt, Apply):
             out.append(assign(stmt.target, stmt.primal_expr(), stmt.line, FORWARD))
         elif isinstance(stmt, Copy):
-            out.append(assign(stmt.target, atom_expr(stmt.source), stmt.line, FORWARD))
+            value = clone(stmt.render) if stmt.render is not None else atom_expr(stmt.source)
+            out.append(assign(stmt.target, value, stmt.line, FORWARD))
         elif isinstance(stmt, Opaque):
             out.append(assign(stmt.target, clone(stmt.expr), stmt.line, FORWARD))
         elif isinstance(stmt, If):
@@ -364,6 +367,8 @@ class AdjointSweep:
         ]
 
     def _g_uses(self, stmt: Apply) -> int:
+        if stmt.rule.variadic:  # its adjoints are stored once, then indexed
+            return _g_count(stmt.rule, (0,))
         wanted = tuple(
             i
             for i, (atom, expr) in enumerate(zip(stmt.args, stmt.rule.parsed[1], strict=True))
@@ -398,8 +403,10 @@ class AdjointSweep:
         if g is None:
             return []
         setup = stmt.rule.parsed[0]
-        wanted = self._wanted(stmt)
         incoming = self.pending.pop(stmt.target, None)
+        if stmt.rule.variadic:
+            return self._variadic(stmt, g, incoming, defined)
+        wanted = self._wanted(stmt)
         if not wanted:
             return []
         mapping = self._template_mapping(stmt, g)
@@ -407,8 +414,31 @@ class AdjointSweep:
             mapping["g"] = incoming
         out = self._template_setup(setup, [e for _, e in wanted], mapping, stmt.line)
         for var, expr in wanted:
-            value = substitute(expr, mapping)
+            value = fold_static_tests(substitute(expr, mapping))
             out += self._contribute(var, value, stmt.line, defined)
+        return out
+
+    def _variadic(
+        self, stmt: Apply, g: str, incoming: ast.expr | None, defined: set[str]
+    ) -> list[ast.stmt]:
+        """``np.concatenate([a, b])``: store the list of adjoints once, then hand out items."""
+        wanted = [
+            (i, atom.name)
+            for i, atom in enumerate(stmt.args)
+            if isinstance(atom, Var) and self.activity.active(atom.name)
+        ]
+        if not wanted:
+            return []
+        mapping = self._template_mapping(stmt, g)
+        if incoming is not None:
+            mapping["g"] = incoming
+        mapping["arrays"] = ast.Tuple(elts=[atom_expr(a) for a in stmt.args], ctx=ast.Load())
+        parts = self.names.fresh(f"{self.prefix}parts")
+        value = fold_static_tests(substitute(stmt.rule.parsed[1][0], mapping))
+        out = [assign(parts, value, stmt.line, ADJOINT)]
+        for i, var in wanted:
+            item = ast.Subscript(value=_name(parts), slice=ast.Constant(value=i), ctx=ast.Load())
+            out += self._contribute(var, item, stmt.line, defined)
         return out
 
     def _template_mapping(self, stmt: Apply, g: str) -> dict[str, ast.expr]:
@@ -417,6 +447,11 @@ class AdjointSweep:
         mapping["result"] = _name(stmt.target)
         mapping["g"] = _name(g)
         mapping["math"] = _name(self.fn.math_alias)
+        if self.fn.array_mode:
+            mapping["np"] = _name(self.fn.numpy_alias)
+            mapping.update(stmt.statics)
+            for helper in rule_helpers(stmt.rule):
+                mapping[helper] = _name(self.fn.helper(helper))
         return mapping
 
     def _template_setup(
@@ -646,6 +681,70 @@ class AdjointSweep:
 
 
 @functools.lru_cache(maxsize=1024)
+def rule_helpers(rule: Rule) -> frozenset[str]:
+    """The helper functions (``array_helpers.py``) a rule's template calls."""
+    from .rules.array_helpers import HELPERS
+
+    setup, adjoints = rule.parsed
+    exprs = [e for e in adjoints if e is not None] + [s.value for s in setup]
+    return frozenset(name for e in exprs for name in names_in(e) if name in HELPERS)
+
+
+def fold_static_tests(expr: ast.expr) -> ast.expr:
+    """Choose the branch of each ``a if test else b`` whose test is made of literals only.
+
+    Array rules test their static arguments (``g if axis is None else ...``); with literal
+    arguments the generated code shows just the branch that applies.
+    """
+    if not any(isinstance(node, ast.IfExp) for node in ast.walk(expr)):
+        return expr
+    return _StaticTests().visit(expr)
+
+
+class _StaticTests(ast.NodeTransformer):
+    def visit_IfExp(self, node: ast.IfExp) -> ast.expr:
+        node = self.generic_visit(node)
+        decided = _literal_truth(node.test)
+        if decided is None:
+            return node
+        return node.body if decided else node.orelse
+
+
+_UNDECIDED = object()
+
+
+def _literal_value(node: ast.expr) -> object:
+    """The value of a literal expression (constants, tuples, is/==, and/or/not), or _UNDECIDED."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Tuple):
+        items = [_literal_value(e) for e in node.elts]
+        return _UNDECIDED if _UNDECIDED in items else tuple(items)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        value = _literal_value(node.operand)
+        return _UNDECIDED if value is _UNDECIDED else not value
+    if isinstance(node, ast.BoolOp):
+        values = [_literal_value(v) for v in node.values]
+        if _UNDECIDED in values:
+            return _UNDECIDED
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        left, right = _literal_value(node.left), _literal_value(node.comparators[0])
+        if _UNDECIDED in (left, right):
+            return _UNDECIDED
+        compare = {ast.Is: operator.is_, ast.IsNot: operator.is_not}
+        compare.update({ast.Eq: operator.eq, ast.NotEq: operator.ne})
+        op = compare.get(type(node.ops[0]))
+        return _UNDECIDED if op is None else op(left, right)
+    return _UNDECIDED
+
+
+def _literal_truth(node: ast.expr) -> bool | None:
+    value = _literal_value(node)
+    return None if value is _UNDECIDED else bool(value)
+
+
+@functools.lru_cache(maxsize=1024)
 def _g_count(rule: Rule, wanted: tuple[int, ...]) -> int:
     """How often a rule's setup and wanted adjoints read ``g`` (rules are fixed: cached)."""
     setup, adjoints = rule.parsed
@@ -666,6 +765,8 @@ class GradientBody:
     temporary_adjoints: set[str]
     # For a vector-Jacobian product: the parameters that carry the outputs' cotangents.
     cotangent_params: list[str] = field(default_factory=list)
+    # Array mode: each adjoint's primal value, for zeros of the right shape (``zeros_like``).
+    primal_of: dict[str, ast.expr] = field(default_factory=dict)
 
 
 def build_gradient(
@@ -703,16 +804,61 @@ def build_gradient(
         assign(stack, ast.List(elts=[], ctx=ast.Load()), line, FORWARD)
         for stack, line in sweep.records.stacks
     ]
+    if fn.array_mode and seed:
+        seed.insert(0, _scalar_output_check(fn, sweep))
     statements = stacks + forward + seed + adjoint
-    partials = [
-        _name(sweep.adjoint(p)) if sweep.adjoint(p) in defined else ast.Constant(value=0.0)
-        for p in wrt
-    ]
+    if fn.array_mode:
+        partials = [_array_partial(fn, sweep, p, defined) for p in wrt]
+    else:
+        partials = [
+            _name(sweep.adjoint(p)) if sweep.adjoint(p) in defined else ast.Constant(value=0.0)
+            for p in wrt
+        ]
     grads = partials[0] if bare else ast.Tuple(elts=partials, ctx=ast.Load())
     if with_value:
         grads = ast.Tuple(elts=[output_value(fn), grads], ctx=ast.Load())
     temp_adjoints = {sweep.adjoints[t] for t in fn.temporaries if t in sweep.adjoints}
-    return GradientBody(statements, grads, temp_adjoints, cotangent_params)
+    primal_of = {
+        adjoint: clone(fn.leaf_exprs[var]) if var in fn.leaf_exprs else _name(var)
+        for var, adjoint in sweep.adjoints.items()
+    }
+    return GradientBody(statements, grads, temp_adjoints, cotangent_params, primal_of)
+
+
+def _scalar_output_check(fn: CoreFunction, sweep: AdjointSweep) -> ast.stmt:
+    """``check_scalar(f)``: a gradient needs a scalar output (an array would seed a sum)."""
+    call = ast.Call(func=_name(fn.helper("check_scalar")), args=[output_value(fn)], keywords=[])
+    return tag(ast.Expr(value=call), _return_line(fn), ADJOINT)
+
+
+def _array_partial(fn: CoreFunction, sweep: AdjointSweep, param: str, defined: set) -> ast.expr:
+    """A parameter's gradient in its own shape, dtype and structure (array mode)."""
+    parts = [
+        (path, sweep.adjoint(stand_in))
+        for path, stand_in in fn.leaves.get(param, [])
+        if stand_in in sweep.adjoints and sweep.adjoint(stand_in) in defined
+    ]
+    whole = sweep.adjoint(param) if sweep.adjoint(param) in defined else None
+    if whole is not None and not parts:
+        return _call(fn.helper("unbroadcast"), _name(whole), _name(param))
+    if whole is not None:
+        parts.insert(0, ((), whole))
+    listed = ast.List(
+        elts=[
+            ast.Tuple(elts=[_literal_path(path), _name(adjoint)], ctx=ast.Load())
+            for path, adjoint in parts
+        ],
+        ctx=ast.Load(),
+    )
+    return _call(fn.helper("gradient_like"), _name(param), listed)
+
+
+def _literal_path(path: tuple[object, ...]) -> ast.expr:
+    return ast.Tuple(elts=[ast.Constant(value=k) for k in path], ctx=ast.Load())
+
+
+def _call(func: str, *args: ast.expr) -> ast.expr:
+    return ast.Call(func=_name(func), args=list(args), keywords=[])
 
 
 def output_value(fn: CoreFunction) -> ast.expr:

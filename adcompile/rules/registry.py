@@ -18,8 +18,9 @@ import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-# Names a template may use besides its own parameters.
-TEMPLATE_GLOBALS = frozenset({"math", "abs", "min", "max", "float"})
+# Names a template may use besides its own parameters (``np`` only in array rules).
+TEMPLATE_GLOBALS = frozenset({"math", "np", "abs", "min", "max", "float"})
+REQUIRED = inspect.Parameter.empty  # a static parameter without a default
 
 
 class RuleError(ValueError):
@@ -35,6 +36,13 @@ class Rule:
     template: Callable[..., object]
     arity: int
     params: tuple[str, ...] = field(compare=False)
+    # Keyword-only template parameters: non-differentiable arguments such as ``axis=``,
+    # with their defaults (``REQUIRED`` if none). Calls may pass them by keyword, or by
+    # position after the differentiable arguments, in this order.
+    statics: tuple[tuple[str, object], ...] = field(default=(), compare=False)
+    # A rule whose one argument is a list of arrays (``np.concatenate([a, b])``): its
+    # template returns a sequence holding one adjoint per element.
+    variadic: bool = field(default=False, compare=False)
 
     @functools.cached_property
     def parsed(self) -> tuple[list[ast.stmt], list[ast.expr | None]]:
@@ -87,9 +95,18 @@ def _is_none(expr: ast.expr) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is None
 
 
+def template_statics(template: Callable[..., object]) -> tuple[tuple[str, object], ...]:
+    """The keyword-only parameters of a template and their defaults."""
+    kw_only = inspect.Parameter.KEYWORD_ONLY
+    parameters = inspect.signature(template).parameters.values()
+    return tuple((p.name, p.default) for p in parameters if p.kind is kw_only)
+
+
 def template_arity(template: Callable[..., object]) -> tuple[int, tuple[str, ...]]:
-    """Return the number of primal arguments a template takes, and all its parameter names."""
-    params = tuple(inspect.signature(template).parameters)
+    """Return the number of primal arguments a template takes, and its positional names."""
+    kw_only = inspect.Parameter.KEYWORD_ONLY
+    parameters = inspect.signature(template).parameters.values()
+    params = tuple(p.name for p in parameters if p.kind is not kw_only)
     if len(params) < 3 or params[-2:] != ("result", "g"):
         raise RuleError(
             f"rule {getattr(template, '__name__', template)} must take the primal's arguments, "
@@ -115,10 +132,13 @@ class RuleTable:
         self.parent = parent
         self._rules: dict[tuple[int, int], Rule] = {}
 
-    def register(self, primal: object, template: Callable[..., object]) -> Rule:
+    def register(
+        self, primal: object, template: Callable[..., object], *, variadic: bool = False
+    ) -> Rule:
         """Add (or replace) the rule for ``primal`` with the arity of ``template``."""
         arity, params = template_arity(template)
-        rule = Rule(primal, display_name(primal), template, arity, params)
+        statics = template_statics(template)
+        rule = Rule(primal, display_name(primal), template, arity, params, statics, variadic)
         rule.parsed  # noqa: B018 -- parse now so a malformed template fails at registration
         self._rules[(id(primal), arity)] = rule
         return rule
@@ -160,6 +180,9 @@ class RuleTable:
 
 BUILTIN_RULES = RuleTable()
 ACTIVE = BUILTIN_RULES
+# Rules for NumPy code (``rules/arrays.py``, imported on first use so that scalar code never
+# imports NumPy). In a function that uses NumPy they take precedence over the built-in ones.
+ARRAY_RULES = RuleTable()
 
 
 def rule(primal: object) -> Callable[[Callable[..., object]], Callable[..., object]]:
@@ -170,6 +193,38 @@ def rule(primal: object) -> Callable[[Callable[..., object]], Callable[..., obje
         return template
 
     return register
+
+
+def array_rule(
+    primal: object, *, variadic: bool = False
+) -> Callable[[Callable[..., object]], Callable[..., object]]:
+    """Register the decorated template as the array-mode derivative rule of ``primal``."""
+
+    def register(template: Callable[..., object]) -> Callable[..., object]:
+        ARRAY_RULES.register(primal, template, variadic=variadic)
+        return template
+
+    return register
+
+
+def array_rules() -> RuleTable:
+    """The array-mode rule table, its rules registered (this imports NumPy)."""
+    from . import arrays  # noqa: F401 -- importing registers the rules
+
+    return ARRAY_RULES
+
+
+def lookup_rule(table: RuleTable, primal: object, arity: int, *, arrays: bool) -> Rule | None:
+    """The rule for a call: users' rules first, then (in array mode) array rules, then built-in."""
+    if not arrays:
+        return table.lookup(primal, arity)
+    user: RuleTable | None = table
+    while user is not None and user is not BUILTIN_RULES:
+        found = user._rules.get((id(primal), arity))
+        if found is not None:
+            return found
+        user = user.parent
+    return array_rules().lookup(primal, arity) or BUILTIN_RULES.lookup(primal, arity)
 
 
 def active_rules() -> RuleTable:

@@ -1,0 +1,356 @@
+"""Lowering of NumPy code: calls with static arguments, methods, attributes and indexing.
+
+A function that names NumPy is lowered in *array mode*: its operators and NumPy calls take
+the array rules (``rules/arrays.py``). This mixin of ``lower.Lowerer`` adds what only array
+code has:
+
+- static arguments (``axis=1``, ``keepdims=True``, an index): non-differentiable
+  expressions that the forward code keeps in the user's spelling and the rule reads;
+- methods and attributes of arrays (``x.sum(axis=0)``, ``x.T``, ``x.shape``);
+- lists of arrays as arguments (``np.concatenate([a, b])``, ``np.array([x, y])``);
+- indexing: a parameter indexed by constant keys (``params["W1"]``, ``layers[0][1]``) is a
+  *leaf* of a structured parameter whose gradient is assembled in the parameter's shape;
+  any other index is ``operator.getitem`` with the index as a static argument.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import types
+
+from . import messages
+from .errors import NoDerivativeError, UnsupportedSyntaxError
+from .ir import ARG_PLACEHOLDER, Apply, Copy, Opaque, Var
+from .rules import Rule
+from .rules.registry import REQUIRED, array_rules, lookup_rule
+
+# Array methods and the NumPy function whose rule each one takes (``x.sum()`` is np.sum(x)).
+METHODS = ("sum", "mean", "max", "min", "prod", "reshape", "transpose", "dot")
+# Methods taking their shape or axes as separate arguments: ``x.reshape(3, 4)``.
+SPREAD_METHODS = {"reshape": "shape", "transpose": "axes"}
+# Attributes that describe an array without depending on its values.
+SHAPE_ATTRIBUTES = frozenset({"shape", "size", "ndim", "dtype"})
+# NumPy functions whose result depends only on shapes (or on nothing): exactly constant.
+SHAPE_FUNCTIONS = frozenset(
+    {"zeros_like", "ones_like", "empty_like", "zeros", "ones", "eye", "identity", "arange"}
+    | {"shape", "size", "ndim"}
+)
+
+
+def is_numpy(value: object) -> bool:
+    """True for the numpy module, its submodules, and NumPy's functions and ufuncs."""
+    if isinstance(value, types.ModuleType):
+        return value.__name__ == "numpy" or value.__name__.startswith("numpy.")
+    module = getattr(value, "__module__", None) or ""
+    return module == "numpy" or module.startswith("numpy.")
+
+
+def uses_numpy(node: ast.AST, namespace: dict[str, object], local: set[str]) -> bool:
+    """True if a function is array code: it names NumPy, or uses array-only syntax.
+
+    Array-only syntax: ``a @ b``, an attribute or method of a local value (``x.T``,
+    ``x.sum()``), or a local indexed by a constant key (``params["W1"]``, ``pair[0]``).
+    """
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name) and child.id not in local:
+            if child.id in namespace and is_numpy(namespace[child.id]):
+                return True
+        elif _array_syntax(child, local):
+            return _numpy_available()
+    return False
+
+
+def _array_syntax(node: ast.AST, local: set[str]) -> bool:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+        return True
+    if isinstance(node, ast.Attribute | ast.Subscript) and isinstance(node.value, ast.Name):
+        if node.value.id not in local:
+            return False
+        return isinstance(node, ast.Attribute) or _constant_key(node.slice) is not None
+    return False
+
+
+def _numpy_available() -> bool:
+    try:
+        import numpy  # noqa: F401
+    except ImportError:  # scalar code then: the operations fail later, with their own errors
+        return False
+    return True
+
+
+def _constant_key(node: ast.expr) -> object:
+    """The key of a constant index (``"W1"``, ``0``, ``-1``), or None."""
+    if isinstance(node, ast.Constant) and type(node.value) in (int, str):
+        return node.value
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and type(node.operand.value) is int
+    ):
+        return -node.operand.value
+    return None
+
+
+def _simple_static(node: ast.expr) -> bool:
+    """A static expression cheap and safe to repeat: literals, names, slices of those."""
+    for child in ast.walk(node):
+        if not isinstance(
+            child,
+            ast.Constant
+            | ast.Name
+            | ast.Tuple
+            | ast.Slice
+            | ast.UnaryOp
+            | ast.USub
+            | ast.Load
+            | ast.Attribute,
+        ):
+            return False
+    return True
+
+
+def as_value(index: ast.expr) -> ast.expr:
+    """An index as an ordinary expression: ``1:3`` becomes ``slice(1, 3, None)``."""
+    if isinstance(index, ast.Slice):
+        parts = [
+            p if p is not None else ast.Constant(value=None)
+            for p in (index.lower, index.upper, index.step)
+        ]
+        return ast.Call(func=ast.Name(id="slice", ctx=ast.Load()), args=parts, keywords=[])
+    if isinstance(index, ast.Tuple):
+        return ast.Tuple(elts=[as_value(e) for e in index.elts], ctx=ast.Load())
+    return index
+
+
+class ArrayLowering:
+    """The array-mode parts of ``Lowerer`` (see the module docstring)."""
+
+    # ----- rules -------------------------------------------------------------------------
+    def _array_rule(self, node: ast.Call, callee: object, n_args: int) -> Rule | None:
+        """The rule for a call with ``n_args`` positional arguments (statics may follow)."""
+        table = array_rules()
+        arities = sorted(set(table.arities(callee)) | set(self.rules.arities(callee)))
+        for arity in reversed(arities):
+            if arity > n_args:
+                continue
+            rule = lookup_rule(self.rules, callee, arity, arrays=True)
+            if rule is not None and n_args - arity <= len(rule.statics):
+                return rule
+        return None
+
+    def _statics(
+        self, node: ast.AST, rule: Rule, extra: list[ast.expr], keywords: list[ast.keyword]
+    ) -> dict[str, ast.expr]:
+        """Bind extra positional arguments and keywords to the rule's static parameters."""
+        names = [name for name, _ in rule.statics]
+        given: dict[str, ast.expr] = dict(zip(names, extra, strict=False))
+        for keyword in keywords:
+            if keyword.arg not in names:
+                shown = keyword.arg or "**"
+                message = messages.unsupported_keyword(rule.name, shown, names)
+                raise self._error(UnsupportedSyntaxError, keyword, message)
+            if keyword.arg in given:
+                message = f"{rule.name} got `{keyword.arg}` twice"
+                raise self._error(UnsupportedSyntaxError, keyword, message)
+            given[keyword.arg] = keyword.value
+        statics = {}
+        for name, default in rule.statics:
+            if name in given:
+                statics[name] = self._static(given[name])
+            elif default is REQUIRED:
+                message = f"{rule.name} needs its `{name}` argument"
+                raise self._error(UnsupportedSyntaxError, node, message)
+            else:
+                statics[name] = ast.parse(repr(default), mode="eval").body
+        return statics
+
+    def _static(self, node: ast.expr) -> ast.expr:
+        """A non-differentiable argument: renamed, and stored in a temporary unless simple."""
+        if isinstance(node, ast.Slice):
+            parts = {
+                field: None if part is None else self._static(part)
+                for field, part in (
+                    ("lower", node.lower),
+                    ("upper", node.upper),
+                    ("step", node.step),
+                )
+            }
+            return ast.Slice(**parts)
+        if isinstance(node, ast.Tuple):
+            return ast.Tuple(elts=[self._static(e) for e in node.elts], ctx=ast.Load())
+        rewritten, reads = self._rewrite_opaque(node)
+        if _simple_static(rewritten):
+            return rewritten
+        temp = self.names.numbered("t")
+        self.block.append(Opaque(temp, rewritten, frozenset(reads), node.lineno))
+        return ast.Name(id=temp, ctx=ast.Load())
+
+    # ----- calls -------------------------------------------------------------------------
+    def _numpy_call(self, node: ast.Call, target: str, callee: object, shown: ast.expr) -> bool:
+        """Lower a call of a NumPy function; False if it has no array rule."""
+        args = list(node.args)
+        for arg in args:
+            if isinstance(arg, ast.Starred):
+                raise self._error(UnsupportedSyntaxError, arg, messages.CALL_STARRED)
+        rule = self._array_rule(node, callee, len(args))
+        if rule is None:
+            return False
+        if rule.variadic:
+            self._variadic_call(node, target, rule, shown)
+            return True
+        operands, extra = args[: rule.arity], args[rule.arity :]
+        atoms = [self._atom(arg) for arg in operands]
+        statics = self._statics(node, rule, extra, node.keywords)
+        given = [statics[name] for name, _ in rule.statics[: len(extra)]]
+        keywords = [ast.keyword(arg=k.arg, value=statics[k.arg]) for k in node.keywords]
+        placeholders = [_placeholder(i) for i in range(len(atoms))]
+        render = ast.Call(func=shown, args=placeholders + given, keywords=keywords)
+        self.block.append(Apply(target, rule, atoms, render, node.lineno, statics=statics))
+        return True
+
+    def _variadic_call(self, node: ast.Call, target: str, rule: Rule, shown: ast.expr) -> None:
+        """``np.concatenate([a, b], axis=1)``: one operand per element of the list."""
+        if not node.args or not isinstance(node.args[0], ast.List | ast.Tuple):
+            message = f"{rule.name} takes a list or tuple literal of arrays here, e.g. [a, b]"
+            raise self._error(UnsupportedSyntaxError, node, message)
+        sequence = node.args[0]
+        if any(isinstance(e, ast.List | ast.Tuple) for e in sequence.elts):
+            if _all_constant(sequence):
+                self._opaque(node, target)
+                return
+            message = "nested lists of variables are not supported; build them with np.stack"
+            raise self._error(UnsupportedSyntaxError, sequence, message)
+        atoms = [self._atom(e) for e in sequence.elts]
+        statics = self._statics(node, rule, node.args[1:], node.keywords)
+        listed = type(sequence)(elts=[_placeholder(i) for i in range(len(atoms))], ctx=ast.Load())
+        given = [statics[n] for n, _ in rule.statics[: len(node.args) - 1]]
+        keywords = [ast.keyword(arg=k.arg, value=statics[k.arg]) for k in node.keywords]
+        render = ast.Call(func=shown, args=[listed, *given], keywords=keywords)
+        self.block.append(Apply(target, rule, atoms, render, node.lineno, statics=statics))
+
+    def _method_call(self, node: ast.Call, target: str) -> None:
+        """``x.sum(axis=0)``, ``x.reshape(3, 4)``: the NumPy function's rule on ``x``."""
+        method = node.func
+        if method.attr.startswith("arg"):  # argmax, argmin, argsort: integer-valued
+            shown = ast.unparse(method)
+            error = self._error(NoDerivativeError, node, messages.no_rule_on_path(shown))
+            self._opaque(node, target, no_rule=error)
+            return
+        if method.attr not in METHODS:
+            message = messages.unsupported_method(method.attr, METHODS)
+            raise self._error(UnsupportedSyntaxError, method, message)
+        callee = getattr(self.numpy, method.attr)
+        args = list(node.args)
+        spread = method.attr in SPREAD_METHODS and len(args) > 1
+        if spread:  # x.reshape(3, 4) passes the shape (3, 4)
+            args = [ast.copy_location(ast.Tuple(elts=args, ctx=ast.Load()), args[0])]
+        rule = self._array_rule(node, callee, 1 + len(args))
+        if rule is None:
+            shown = ast.unparse(method)
+            raise self._error(NoDerivativeError, method, messages.no_rule(shown, callee))
+        operands, extra = args[: rule.arity - 1], args[rule.arity - 1 :]
+        atoms = [self._atom(method.value), *(self._atom(a) for a in operands)]
+        statics = self._statics(node, rule, extra, node.keywords)
+        given = [statics[name] for name, _ in rule.statics[: len(extra)]]
+        if spread:
+            given = list(given[0].elts)
+        render = ast.Call(
+            func=ast.Attribute(value=_placeholder(0), attr=method.attr, ctx=ast.Load()),
+            args=[_placeholder(i) for i in range(1, len(atoms))] + given,
+            keywords=[ast.keyword(arg=k.arg, value=statics[k.arg]) for k in node.keywords],
+        )
+        self.block.append(Apply(target, rule, atoms, render, node.lineno, statics=statics))
+
+    # ----- attributes --------------------------------------------------------------------
+    def _array_attribute(self, node: ast.Attribute, target: str) -> None:
+        """``x.T`` takes the transpose rule; ``x.shape`` & co. are values with no derivative."""
+        if node.attr in SHAPE_ATTRIBUTES:
+            self._opaque(node, target)
+            return
+        if node.attr != "T":
+            message = messages.unsupported_attribute(node.attr)
+            raise self._error(UnsupportedSyntaxError, node, message)
+        rule = lookup_rule(self.rules, self.numpy.transpose, 1, arrays=True)
+        atoms = [self._atom(node.value)]
+        render = ast.Attribute(value=_placeholder(0), attr="T", ctx=ast.Load())
+        statics = {"axes": ast.Constant(value=None)}
+        self.block.append(Apply(target, rule, atoms, render, node.lineno, statics=statics))
+
+    # ----- indexing ----------------------------------------------------------------------
+    def _array_subscript(self, node: ast.Subscript, target: str) -> None:
+        """A leaf of a structured parameter, or ``operator.getitem`` with a static index."""
+        found = self._tree_path(node)
+        if found is not None:
+            self._leaf(target, *found, node.lineno)
+            return
+        rule = lookup_rule(self.rules, operator.getitem, 1, arrays=True)
+        atoms = [self._atom(node.value)]
+        index = self._static(node.slice)
+        render = ast.Subscript(value=_placeholder(0), slice=index, ctx=ast.Load())
+        statics = {"index": as_value(index)}
+        self.block.append(Apply(target, rule, atoms, render, node.lineno, statics=statics))
+
+    def _tree_path(self, node: ast.expr) -> tuple[str, tuple[object, ...]] | None:
+        """(parameter, keys) if ``node`` is a parameter indexed by constant keys only."""
+        keys: list[object] = []
+        while isinstance(node, ast.Subscript):
+            key = _constant_key(node.slice)
+            if key is None:
+                return None
+            keys.append(key)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id not in self.locals:
+            return None
+        root = self.tree_aliases.get(self.env.get(node.id))
+        if root is None:
+            return None
+        param, path = root
+        return param, (*path, *reversed(keys))
+
+    def _leaf(self, target: str, param: str, path: tuple[object, ...], line: int) -> None:
+        """``target = param[k1][k2]``: a copy of the leaf's stand-in variable."""
+        stand_in = self.leaf_names.get((param, path))
+        if stand_in is None:
+            stand_in = self.names.fresh("_".join([param, *(str(k).lstrip("-") for k in path)]))
+            self.leaf_names[(param, path)] = stand_in
+            self.leaves.setdefault(param, []).append((path, stand_in))
+            self.leaf_exprs[stand_in] = _path_expr(param, path)
+        render = _path_expr(param, path)
+        self.block.append(Copy(target, Var(stand_in), line, render=render))
+        self.tree_aliases[target] = (param, path)
+
+    def _unpack_tree(self, target: ast.Tuple | ast.List, value: ast.expr) -> bool:
+        """``W, b = layers[1]``: each name a leaf one level further down; False if not a tree."""
+        found = self._tree_path(
+            ast.Subscript(value=value, slice=ast.Constant(value=0), ctx=ast.Load())
+        )
+        if found is None:
+            return False
+        param, path = found
+        for elt in target.elts:
+            self._check_name_target(elt)
+        for i, elt in enumerate(target.elts):
+            new = self._version(elt.id)
+            self._leaf(new, param, (*path[:-1], i), target.lineno)
+            self.env[elt.id] = new
+        return True
+
+
+def _placeholder(i: int) -> ast.Name:
+    return ast.Name(id=ARG_PLACEHOLDER.format(i), ctx=ast.Load())
+
+
+def _path_expr(param: str, path: tuple[object, ...]) -> ast.expr:
+    expr: ast.expr = ast.Name(id=param, ctx=ast.Load())
+    for key in path:
+        expr = ast.Subscript(value=expr, slice=ast.Constant(value=key), ctx=ast.Load())
+    return expr
+
+
+def _all_constant(node: ast.expr) -> bool:
+    return all(
+        isinstance(n, ast.Constant | ast.List | ast.Tuple | ast.Load | ast.UnaryOp | ast.USub)
+        for n in ast.walk(node)
+    )

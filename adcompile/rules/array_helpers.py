@@ -1,0 +1,170 @@
+"""NumPy-only helper functions that generated array code calls.
+
+The renderer copies the source of each helper a gradient uses into the generated module
+(under a name that cannot collide with the user's), so a dumped module still needs nothing
+but NumPy. They must therefore be self-contained: only ``np``, builtins and the other helpers
+listed in ``HELPER_DEPENDENCIES`` may be named inside them.
+"""
+
+import numpy as np
+
+
+def unbroadcast(g, x):
+    """The adjoint ``g`` summed down to the shape of ``x`` (undoing broadcasting), in its dtype."""
+    shape = np.shape(x)
+    if np.shape(g) != shape:
+        extra = np.ndim(g) - len(shape)
+        if extra > 0:
+            g = np.sum(g, axis=tuple(range(extra)))
+        stretched = tuple(i for i, n in enumerate(shape) if n == 1 and np.shape(g)[i] != 1)
+        if stretched:
+            g = np.sum(g, axis=stretched, keepdims=True)
+        if np.shape(g) != shape:  # a scalar zero standing for a whole array
+            g = g + np.zeros(shape)
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None and dtype.kind == "f" and getattr(g, "dtype", dtype) != dtype:
+        g = np.asarray(g, dtype=dtype)
+    return g
+
+
+def scatter(g, x, index):
+    """The adjoint of ``x[index]``: ``g`` added at ``index`` into zeros shaped like ``x``."""
+    out = np.zeros(np.shape(x), dtype=np.result_type(x, g, 1.0))
+    parts = index if isinstance(index, tuple) else (index,)
+    if any(np.ndim(i) > 0 and np.asarray(i).dtype != bool for i in parts):
+        # Integer arrays may repeat an index: np.add.at adds once per occurrence.
+        np.add.at(out, index, g)
+    else:  # ints, slices, None, ... and masks select each element at most once
+        out[index] = g
+    return out
+
+
+def restore_axes(g, x, axis, keepdims):
+    """The adjoint of a reduction of ``x`` over ``axis``, with the reduced axes put back."""
+    if axis is not None and not keepdims:
+        g = np.expand_dims(g, axis)
+    return g
+
+
+def extreme_adjoint(g, x, result, axis, keepdims):
+    """The adjoint of ``np.max``/``np.min``: ``g`` shared equally among the tied extremes."""
+    result = restore_axes(result, x, axis, keepdims)
+    hits = x == result
+    return hits * (restore_axes(g, x, axis, keepdims) / np.sum(hits, axis=axis, keepdims=True))
+
+
+def prod_adjoint(g, x, axis, keepdims):
+    """The adjoint of ``np.prod``: the product of the other factors, zeros allowed."""
+    axes = tuple(range(np.ndim(x))) if axis is None else np.atleast_1d(axis)
+    axes = tuple(int(a) % np.ndim(x) for a in axes)
+    kept = [a for a in range(np.ndim(x)) if a not in axes]
+    moved = np.transpose(x, kept + list(axes))
+    flat = moved.reshape((*moved.shape[: len(kept)], -1))
+    ones = np.ones_like(flat[..., :1])
+    before = np.cumprod(np.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
+    after = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    others = np.transpose((before * after).reshape(moved.shape), np.argsort(kept + list(axes)))
+    return others * restore_axes(g, x, axis, keepdims)
+
+
+def matmul_adjoint_a(g, a, b):
+    """The adjoint of ``a`` in ``a @ b`` (vectors, matrices and stacks of matrices)."""
+    if np.ndim(b) == 1:
+        return unbroadcast(g[..., None] * b, a) if np.ndim(a) > 1 else g * b
+    if np.ndim(a) == 1:
+        return unbroadcast(np.matmul(b, g[..., None])[..., 0], a)
+    return unbroadcast(np.matmul(g, np.swapaxes(b, -1, -2)), a)
+
+
+def matmul_adjoint_b(g, a, b):
+    """The adjoint of ``b`` in ``a @ b`` (vectors, matrices and stacks of matrices)."""
+    if np.ndim(a) == 1:
+        return unbroadcast(a[:, None] * g[..., None, :], b) if np.ndim(b) > 1 else g * a
+    if np.ndim(b) == 1:
+        return unbroadcast(np.matmul(g[..., None, :], a)[..., 0, :], b)
+    return unbroadcast(np.matmul(np.swapaxes(a, -1, -2), g), b)
+
+
+def split_adjoint(g, arrays, axis):
+    """The adjoints of the arrays joined by ``np.concatenate(arrays, axis)``."""
+    ends = np.cumsum([np.shape(a)[axis] for a in arrays])[:-1]
+    return np.split(g, ends, axis=axis)
+
+
+def gradient_like(tree, parts):
+    """The gradient of a parameter: zeros shaped like ``tree`` plus each (path, adjoint) part.
+
+    ``tree`` may be an array, a number, or a (nested) tuple, list or dict of them; a part's
+    path is the sequence of keys and indices that led to the value it is the adjoint of.
+    """
+    if not parts:
+        if isinstance(tree, dict):
+            return {key: gradient_like(value, []) for key, value in tree.items()}
+        if isinstance(tree, list | tuple):
+            return type(tree)(gradient_like(value, []) for value in tree)
+        return unbroadcast(0.0, tree)
+    if len(parts) == 1 and not parts[0][0]:
+        return unbroadcast(parts[0][1], tree)
+    if isinstance(tree, dict | list | tuple):
+        keys = tree.keys() if isinstance(tree, dict) else range(len(tree))
+        children = {
+            key: gradient_like(tree[key], [(p[1:], g) for p, g in parts if _same_key(p, key, tree)])
+            for key in keys
+        }
+        if any(not path for path, _ in parts):
+            raise TypeError("a structured parameter was used whole in arithmetic")
+        if isinstance(tree, dict):
+            return children
+        return type(tree)(children[key] for key in keys)
+    out = np.zeros(np.shape(tree), dtype=np.result_type(tree, 1.0))
+    for path, g in parts:
+        np.add.at(out, tuple(path), g)
+    return unbroadcast(out, tree)
+
+
+def _same_key(path, key, tree):
+    """True if a path starts at ``key`` of ``tree`` (negative list indices included)."""
+    if not path:
+        return False
+    first = path[0]
+    if isinstance(tree, dict):
+        return first == key
+    return first % len(tree) == key
+
+
+def check_scalar(value):
+    """Raise unless a function's value is a scalar: only scalars have a gradient."""
+    if np.ndim(value) != 0:
+        raise TypeError(
+            f"grad needs a function returning a scalar; this one returned an array of shape "
+            f"{np.shape(value)} (reduce it, e.g. with np.sum, or use jacobian)"
+        )
+
+
+HELPERS = {
+    "unbroadcast": unbroadcast,
+    "scatter": scatter,
+    "restore_axes": restore_axes,
+    "extreme_adjoint": extreme_adjoint,
+    "prod_adjoint": prod_adjoint,
+    "matmul_adjoint_a": matmul_adjoint_a,
+    "matmul_adjoint_b": matmul_adjoint_b,
+    "split_adjoint": split_adjoint,
+    "gradient_like": gradient_like,
+    "_same_key": _same_key,
+    "check_scalar": check_scalar,
+}
+# The helpers each helper calls: copying one into a module copies these too.
+HELPER_DEPENDENCIES = {
+    "unbroadcast": (),
+    "scatter": (),
+    "restore_axes": (),
+    "extreme_adjoint": ("restore_axes",),
+    "prod_adjoint": ("restore_axes",),
+    "matmul_adjoint_a": ("unbroadcast",),
+    "matmul_adjoint_b": ("unbroadcast",),
+    "split_adjoint": (),
+    "gradient_like": ("unbroadcast", "_same_key"),
+    "_same_key": (),
+    "check_scalar": (),
+}

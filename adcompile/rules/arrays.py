@@ -1,0 +1,330 @@
+"""Rules for NumPy code: elementwise operations, reductions, linear algebra and indexing.
+
+Operands may be arrays of any shape or scalars; NumPy broadcasts them. The adjoint of an
+operand that broadcasting stretched is summed back to the operand's shape by ``unbroadcast``
+(see ``array_helpers.py``, copied into the generated module). Keyword-only template
+parameters (``axis``, ``keepdims``, ``index``, ...) are the call's non-differentiable
+arguments; where a template tests them (``axis is None``), the test is decided at compile
+time when the call passes literals, so generated code shows only the branch that applies.
+
+Conventions at non-smooth points, as in the scalar rules: ``abs`` has derivative 0 at 0;
+``maximum``/``minimum`` send the adjoint to the first operand on a tie; ``clip`` passes it to
+``x`` inside ``[lo, hi]`` (bounds included); ``max``/``min`` reductions share it equally among
+tied extremes (as JAX and PyTorch do).
+"""
+
+import operator
+
+import numpy as np
+
+from .array_helpers import (
+    extreme_adjoint,
+    matmul_adjoint_a,
+    matmul_adjoint_b,
+    prod_adjoint,
+    scatter,
+    split_adjoint,
+    unbroadcast,
+)
+from .registry import array_rule
+
+
+# ----- arithmetic (operators and their ufuncs) --------------------------------------------
+@array_rule(operator.add)
+def add(a, b, result, g):
+    return unbroadcast(g, a), unbroadcast(g, b)
+
+
+@array_rule(operator.sub)
+def sub(a, b, result, g):
+    return unbroadcast(g, a), unbroadcast(-g, b)
+
+
+@array_rule(operator.mul)
+def mul(a, b, result, g):
+    return unbroadcast(g * b, a), unbroadcast(g * a, b)
+
+
+@array_rule(operator.truediv)
+def truediv(a, b, result, g):
+    return unbroadcast(g / b, a), unbroadcast(-g * result / b, b)
+
+
+@array_rule(operator.neg)
+def neg(a, result, g):
+    return -g
+
+
+@array_rule(operator.pos)
+def pos(a, result, g):
+    return g
+
+
+@array_rule(operator.pow)
+def power(a, b, result, g):
+    # d(a**b)/db = a**b * log(a): 0 where a == 0, undefined (nan) where a < 0.
+    return (
+        unbroadcast(g * b * a ** (b - 1), a),
+        unbroadcast(
+            np.where(
+                a > 0,
+                g * result * np.log(np.where(a > 0, a, 1.0)),
+                np.where(a == 0, 0.0, np.nan),
+            ),
+            b,
+        ),
+    )
+
+
+@array_rule(operator.matmul)
+def matmul(a, b, result, g):
+    return matmul_adjoint_a(g, a, b), matmul_adjoint_b(g, a, b)
+
+
+for _ufunc, _template in (
+    (np.add, add),
+    (np.subtract, sub),
+    (np.multiply, mul),
+    (np.divide, truediv),
+    (np.negative, neg),
+    (np.power, power),
+    (np.matmul, matmul),
+):
+    array_rule(_ufunc)(_template)
+
+
+# ----- elementwise functions --------------------------------------------------------------
+@array_rule(np.sin)
+def sin(x, result, g):
+    return g * np.cos(x)
+
+
+@array_rule(np.cos)
+def cos(x, result, g):
+    return -g * np.sin(x)
+
+
+@array_rule(np.tan)
+def tan(x, result, g):
+    return g * (1.0 + result * result)
+
+
+@array_rule(np.arcsin)
+def arcsin(x, result, g):
+    return g / np.sqrt(1.0 - x * x)
+
+
+@array_rule(np.arccos)
+def arccos(x, result, g):
+    return -g / np.sqrt(1.0 - x * x)
+
+
+@array_rule(np.arctan)
+def arctan(x, result, g):
+    return g / (1.0 + x * x)
+
+
+@array_rule(np.arctan2)
+def arctan2(y, x, result, g):
+    r2 = x * x + y * y
+    return unbroadcast(g * x / r2, y), unbroadcast(-g * y / r2, x)
+
+
+@array_rule(np.sinh)
+def sinh(x, result, g):
+    return g * np.cosh(x)
+
+
+@array_rule(np.cosh)
+def cosh(x, result, g):
+    return g * np.sinh(x)
+
+
+@array_rule(np.tanh)
+def tanh(x, result, g):
+    return g * (1.0 - result * result)
+
+
+@array_rule(np.exp)
+def exp(x, result, g):
+    return g * result
+
+
+@array_rule(np.expm1)
+def expm1(x, result, g):
+    return g * (result + 1.0)
+
+
+@array_rule(np.log)
+def log(x, result, g):
+    return g / x
+
+
+@array_rule(np.log1p)
+def log1p(x, result, g):
+    return g / (1.0 + x)
+
+
+@array_rule(np.log2)
+def log2(x, result, g):
+    return g / (x * np.log(2.0))
+
+
+@array_rule(np.log10)
+def log10(x, result, g):
+    return g / (x * np.log(10.0))
+
+
+@array_rule(np.sqrt)
+def sqrt(x, result, g):
+    return g / (2.0 * result)
+
+
+@array_rule(np.square)
+def square(x, result, g):
+    return g * 2.0 * x
+
+
+@array_rule(np.reciprocal)
+def reciprocal(x, result, g):
+    return -g * result * result
+
+
+@array_rule(np.abs)
+def absolute(x, result, g):
+    return g * np.sign(x)
+
+
+@array_rule(np.maximum)
+def maximum(a, b, result, g):
+    return unbroadcast(np.where(a >= b, g, 0.0), a), unbroadcast(np.where(a >= b, 0.0, g), b)
+
+
+@array_rule(np.minimum)
+def minimum(a, b, result, g):
+    return unbroadcast(np.where(a <= b, g, 0.0), a), unbroadcast(np.where(a <= b, 0.0, g), b)
+
+
+@array_rule(np.where)
+def where(condition, a, b, result, g):
+    return (
+        None,
+        unbroadcast(np.where(condition, g, 0.0), a),
+        unbroadcast(np.where(condition, 0.0, g), b),
+    )
+
+
+@array_rule(np.clip)
+def clip(x, lo, hi, result, g):
+    return (
+        unbroadcast(np.where((x >= lo) & (x <= hi), g, 0.0), x),
+        unbroadcast(np.where(x < lo, g, 0.0), lo),
+        unbroadcast(np.where(x > hi, g, 0.0), hi),
+    )
+
+
+# ----- reductions -------------------------------------------------------------------------
+@array_rule(np.sum)
+def sum_(x, result, g, *, axis=None, keepdims=False):
+    return np.broadcast_to(g if axis is None or keepdims else np.expand_dims(g, axis), np.shape(x))
+
+
+@array_rule(np.mean)
+def mean(x, result, g, *, axis=None, keepdims=False):
+    return np.broadcast_to(
+        g if axis is None or keepdims else np.expand_dims(g, axis), np.shape(x)
+    ) * (np.size(result) / np.size(x))
+
+
+@array_rule(np.max)
+def max_(x, result, g, *, axis=None, keepdims=False):
+    return extreme_adjoint(g, x, result, axis, keepdims)
+
+
+@array_rule(np.min)
+def min_(x, result, g, *, axis=None, keepdims=False):
+    return extreme_adjoint(g, x, result, axis, keepdims)
+
+
+@array_rule(np.prod)
+def prod(x, result, g, *, axis=None, keepdims=False):
+    return prod_adjoint(g, x, axis, keepdims)
+
+
+# ----- linear algebra and shapes ----------------------------------------------------------
+@array_rule(np.dot)
+def dot(a, b, result, g):
+    return matmul_adjoint_a(g, a, b), matmul_adjoint_b(g, a, b)
+
+
+@array_rule(np.inner)
+def inner(a, b, result, g):
+    return matmul_adjoint_a(g, a, np.transpose(b)), np.transpose(
+        matmul_adjoint_b(g, a, np.transpose(b))
+    )
+
+
+@array_rule(np.outer)
+def outer(a, b, result, g):
+    return np.reshape(g @ np.ravel(b), np.shape(a)), np.reshape(np.ravel(a) @ g, np.shape(b))
+
+
+@array_rule(np.trace)
+def trace(x, result, g):
+    return g * np.eye(*np.shape(x))
+
+
+@array_rule(np.transpose)
+def transpose(x, result, g, *, axes=None):
+    return np.transpose(g) if axes is None else np.transpose(g, np.argsort(axes))
+
+
+@array_rule(np.reshape)
+def reshape(x, result, g, *, shape):
+    return np.reshape(g, np.shape(x))
+
+
+@array_rule(np.linalg.norm)
+def norm(x, result, g):
+    return g * x / result
+
+
+@array_rule(np.linalg.det)
+def det(x, result, g):
+    return g * result * np.linalg.inv(x).T
+
+
+@array_rule(np.linalg.inv)
+def inv(x, result, g):
+    return -result.T @ g @ result.T
+
+
+@array_rule(operator.getitem)
+def getitem(x, result, g, *, index):
+    return scatter(g, x, index)
+
+
+# ----- arrays built from lists: one adjoint per element -----------------------------------
+@array_rule(np.concatenate, variadic=True)
+def concatenate(arrays, result, g, *, axis=0):
+    return split_adjoint(g, arrays, axis)
+
+
+@array_rule(np.stack, variadic=True)
+def stack(arrays, result, g, *, axis=0):
+    return np.moveaxis(g, axis, 0)
+
+
+@array_rule(np.array, variadic=True)
+def array(arrays, result, g):
+    return g
+
+
+# ----- piecewise constant functions: derivative zero almost everywhere --------------------
+@array_rule(np.floor)
+def floor(x, result, g):
+    return None
+
+
+for _constant_piece in (np.ceil, np.trunc, np.rint, np.round, np.sign):
+    array_rule(_constant_piece)(floor)
