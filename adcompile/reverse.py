@@ -14,7 +14,7 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .astutil import clone, loads_in, names_in, substitute
+from .astutil import clone, loads_in, map_children, names_in, substitute
 from .ir import (
     Apply,
     Atom,
@@ -32,6 +32,7 @@ from .ir import (
 from .names import ADJOINT_PREFIXES, NameTable
 from .overlay import SetOverlay
 from .rules import Rule
+from .shapes import shape_facts
 
 FORWARD = "forward"
 ADJOINT = "adjoint"
@@ -316,6 +317,7 @@ class AdjointSweep:
         self.depth = 0  # how many loops enclose the statement being reversed
         self.definitions = _sole_applications(fn.body)
         self.pending: dict[str, ast.expr] = {}  # adjoints of temporaries, not yet stored
+        self.shapes = shape_facts(fn) if fn.array_mode else None
 
     def adjoint(self, var: str) -> str:
         """The name of the adjoint of ``var`` (``b_x`` for ``x``)."""
@@ -415,8 +417,35 @@ class AdjointSweep:
         out = self._template_setup(setup, [e for _, e in wanted], mapping, stmt.line)
         for var, expr in wanted:
             value = fold_static_tests(substitute(expr, mapping))
+            if self.shapes is not None:
+                value = self._known_shapes(value, stmt)
             out += self._contribute(var, value, stmt.line, defined)
         return out
+
+    def _known_shapes(self, expr: ast.expr, stmt: Apply) -> ast.expr:
+        """Drop ``unbroadcast`` where no broadcasting happened; read shapes early."""
+        facts, fn = self.shapes, self.fn
+        unbroadcast = fn.helpers.get("unbroadcast")
+        operands = {a.name: a for a in stmt.args if isinstance(a, Var)}
+
+        def visit(node: ast.AST) -> ast.AST:
+            if isinstance(node, ast.Call) and len(node.args) == 2:
+                func, (first, second) = node.func, node.args
+                if (
+                    isinstance(func, ast.Name)
+                    and func.id == unbroadcast
+                    and isinstance(second, ast.Name)
+                    and second.id in operands
+                    and facts.same_shape(operands[second.id], stmt.target)
+                ):
+                    return visit(first)
+            if _is_shape_of(node, fn.numpy_alias):
+                node.args[0] = _name(facts.origin(node.args[0].id))
+                return node
+            map_children(node, visit)
+            return node
+
+        return visit(expr)
 
     def _variadic(
         self, stmt: Apply, g: str, incoming: ast.expr | None, defined: set[str]
@@ -804,7 +833,7 @@ def build_gradient(
         assign(stack, ast.List(elts=[], ctx=ast.Load()), line, FORWARD)
         for stack, line in sweep.records.stacks
     ]
-    if fn.array_mode and seed:
+    if fn.array_mode and seed and fn.output not in sweep.shapes.scalars:
         seed.insert(0, _scalar_output_check(fn, sweep))
     statements = stacks + forward + seed + adjoint
     if fn.array_mode:
@@ -851,6 +880,19 @@ def _array_partial(fn: CoreFunction, sweep: AdjointSweep, param: str, defined: s
         ctx=ast.Load(),
     )
     return _call(fn.helper("gradient_like"), _name(param), listed)
+
+
+def _is_shape_of(node: ast.AST, numpy_alias: str) -> bool:
+    """True for ``np.shape(name)``."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "shape"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == numpy_alias
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Name)
+    )
 
 
 def _literal_path(path: tuple[object, ...]) -> ast.expr:

@@ -11,17 +11,17 @@ import numpy as np
 
 def unbroadcast(g, x):
     """The adjoint ``g`` summed down to the shape of ``x`` (undoing broadcasting), in its dtype."""
-    shape = np.shape(x)
-    if np.shape(g) != shape:
-        extra = np.ndim(g) - len(shape)
-        if extra > 0:
-            g = np.sum(g, axis=tuple(range(extra)))
-        stretched = tuple(i for i, n in enumerate(shape) if n == 1 and np.shape(g)[i] != 1)
-        if stretched:
-            g = np.sum(g, axis=stretched, keepdims=True)
-        if np.shape(g) != shape:  # a scalar zero standing for a whole array
-            g = g + np.zeros(shape)
-    dtype = getattr(x, "dtype", None)
+    shape, dtype = getattr(x, "shape", ()), getattr(x, "dtype", None)
+    if getattr(g, "shape", ()) == shape and getattr(g, "dtype", dtype) == dtype:
+        return g  # the common case: nothing was broadcast
+    extra = np.ndim(g) - len(shape)
+    if extra > 0:
+        g = np.sum(g, axis=tuple(range(extra)))
+    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and np.shape(g)[i] != 1)
+    if stretched:
+        g = np.sum(g, axis=stretched, keepdims=True)
+    if np.shape(g) != shape:  # a scalar zero standing for a whole array
+        g = g + np.zeros(shape)
     if dtype is not None and dtype.kind == "f" and getattr(g, "dtype", dtype) != dtype:
         g = np.asarray(g, dtype=dtype)
     return g
@@ -69,18 +69,24 @@ def prod_adjoint(g, x, axis, keepdims):
 
 def matmul_adjoint_a(g, a, b):
     """The adjoint of ``a`` in ``a @ b`` (vectors, matrices and stacks of matrices)."""
-    if np.ndim(b) == 1:
-        return unbroadcast(g[..., None] * b, a) if np.ndim(a) > 1 else g * b
-    if np.ndim(a) == 1:
+    a_ndim, b_ndim = getattr(a, "ndim", 0), getattr(b, "ndim", 0)
+    if a_ndim == 0 or b_ndim == 0:  # np.dot with a scalar multiplies
+        return unbroadcast(g * b, a)
+    if b_ndim == 1:
+        return unbroadcast(g[..., None] * b, a) if a_ndim > 1 else g * b
+    if a_ndim == 1:
         return unbroadcast(np.matmul(b, g[..., None])[..., 0], a)
     return unbroadcast(np.matmul(g, np.swapaxes(b, -1, -2)), a)
 
 
 def matmul_adjoint_b(g, a, b):
     """The adjoint of ``b`` in ``a @ b`` (vectors, matrices and stacks of matrices)."""
-    if np.ndim(a) == 1:
-        return unbroadcast(a[:, None] * g[..., None, :], b) if np.ndim(b) > 1 else g * a
-    if np.ndim(b) == 1:
+    a_ndim, b_ndim = getattr(a, "ndim", 0), getattr(b, "ndim", 0)
+    if a_ndim == 0 or b_ndim == 0:
+        return unbroadcast(g * a, b)
+    if a_ndim == 1:
+        return unbroadcast(a[:, None] * g[..., None, :], b) if b_ndim > 1 else g * a
+    if b_ndim == 1:
         return unbroadcast(np.matmul(g[..., None, :], a)[..., 0, :], b)
     return unbroadcast(np.matmul(np.swapaxes(a, -1, -2), g), b)
 
@@ -97,44 +103,27 @@ def gradient_like(tree, parts):
     ``tree`` may be an array, a number, or a (nested) tuple, list or dict of them; a part's
     path is the sequence of keys and indices that led to the value it is the adjoint of.
     """
-    if not parts:
-        if isinstance(tree, dict):
-            return {key: gradient_like(value, []) for key, value in tree.items()}
-        if isinstance(tree, list | tuple):
-            return type(tree)(gradient_like(value, []) for value in tree)
-        return unbroadcast(0.0, tree)
     if len(parts) == 1 and not parts[0][0]:
         return unbroadcast(parts[0][1], tree)
     if isinstance(tree, dict | list | tuple):
-        keys = tree.keys() if isinstance(tree, dict) else range(len(tree))
-        children = {
-            key: gradient_like(tree[key], [(p[1:], g) for p, g in parts if _same_key(p, key, tree)])
-            for key in keys
-        }
-        if any(not path for path, _ in parts):
-            raise TypeError("a structured parameter was used whole in arithmetic")
+        below = {}
+        for path, g in parts:
+            if not path:
+                raise TypeError("a structured parameter was used whole in arithmetic")
+            key = path[0] if isinstance(tree, dict) else path[0] % len(tree)
+            below.setdefault(key, []).append((path[1:], g))
         if isinstance(tree, dict):
-            return children
-        return type(tree)(children[key] for key in keys)
+            return {key: gradient_like(value, below.get(key, ())) for key, value in tree.items()}
+        return type(tree)(gradient_like(v, below.get(i, ())) for i, v in enumerate(tree))
     out = np.zeros(np.shape(tree), dtype=np.result_type(tree, 1.0))
     for path, g in parts:
         np.add.at(out, tuple(path), g)
     return unbroadcast(out, tree)
 
 
-def _same_key(path, key, tree):
-    """True if a path starts at ``key`` of ``tree`` (negative list indices included)."""
-    if not path:
-        return False
-    first = path[0]
-    if isinstance(tree, dict):
-        return first == key
-    return first % len(tree) == key
-
-
 def check_scalar(value):
     """Raise unless a function's value is a scalar: only scalars have a gradient."""
-    if np.ndim(value) != 0:
+    if getattr(value, "ndim", 0) != 0:
         raise TypeError(
             f"grad needs a function returning a scalar; this one returned an array of shape "
             f"{np.shape(value)} (reduce it, e.g. with np.sum, or use jacobian)"
@@ -151,7 +140,6 @@ HELPERS = {
     "matmul_adjoint_b": matmul_adjoint_b,
     "split_adjoint": split_adjoint,
     "gradient_like": gradient_like,
-    "_same_key": _same_key,
     "check_scalar": check_scalar,
 }
 # The helpers each helper calls: copying one into a module copies these too.
@@ -164,7 +152,6 @@ HELPER_DEPENDENCIES = {
     "matmul_adjoint_a": ("unbroadcast",),
     "matmul_adjoint_b": ("unbroadcast",),
     "split_adjoint": (),
-    "gradient_like": ("unbroadcast", "_same_key"),
-    "_same_key": (),
+    "gradient_like": ("unbroadcast",),
     "check_scalar": (),
 }

@@ -226,14 +226,14 @@ def clip(x, lo, hi, result, g):
 # ----- reductions -------------------------------------------------------------------------
 @array_rule(np.sum)
 def sum_(x, result, g, *, axis=None, keepdims=False):
-    return np.broadcast_to(g if axis is None or keepdims else np.expand_dims(g, axis), np.shape(x))
+    return np.full(np.shape(x), g if axis is None or keepdims else np.expand_dims(g, axis))
 
 
 @array_rule(np.mean)
 def mean(x, result, g, *, axis=None, keepdims=False):
-    return np.broadcast_to(
-        g if axis is None or keepdims else np.expand_dims(g, axis), np.shape(x)
-    ) * (np.size(result) / np.size(x))
+    return np.full(np.shape(x), (g if axis is None or keepdims else np.expand_dims(g, axis))) * (
+        np.size(result) / np.size(x)
+    )
 
 
 @array_rule(np.max)
@@ -328,3 +328,18 @@ def floor(x, result, g):
 
 for _constant_piece in (np.ceil, np.trunc, np.rint, np.round, np.sign):
     array_rule(_constant_piece)(floor)
+
+
+# ----- what the shape analysis (``shapes.py``) may assume ---------------------------------
+# Elementwise primitives: the result has the broadcast shape of the operands.
+ELEMENTWISE = frozenset(
+    {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow}
+    | {operator.neg, operator.pos}
+    | {np.add, np.subtract, np.multiply, np.divide, np.negative, np.power}
+    | {np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan, np.arctan2}
+    | {np.sinh, np.cosh, np.tanh, np.exp, np.expm1, np.log, np.log1p, np.log2, np.log10}
+    | {np.sqrt, np.square, np.reciprocal, np.abs, np.maximum, np.minimum, np.where, np.clip}
+    | {np.floor, np.ceil, np.trunc, np.rint, np.round, np.sign}
+)
+# Reductions: a scalar when called without ``axis`` and ``keepdims``.
+REDUCTIONS = frozenset({np.sum, np.mean, np.max, np.min, np.prod})

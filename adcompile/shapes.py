@@ -1,0 +1,116 @@
+"""What the compiler can tell about array shapes without running the code.
+
+Array rules are written for any shapes: the adjoint of an operand that broadcasting may have
+stretched is summed back by ``unbroadcast``. Often the shapes are evident from the code:
+``t = x ** 2`` has the shape of ``x``, ``s = np.sum(t)`` is a scalar, ``0.5 * s`` too. These
+facts let the transform leave out ``unbroadcast`` calls that cannot change anything, read a
+shape from a value that is computed anyway (so the forward sweep need not keep the other), and
+skip the scalar-output check when the output is a scalar by construction.
+
+Only names assigned once are described (the two arms of an ``if`` and loop headers may
+differ in shape from one execution to the next).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from .ir import Apply, Atom, Const, Copy, CoreFunction, Global, If, Loop, Stmt, Var
+
+
+@dataclass
+class ShapeFacts:
+    """Names known to be scalars, and for others the earlier name whose shape they have."""
+
+    scalars: set[str] = field(default_factory=set)
+    shaped_like: dict[str, str] = field(default_factory=dict)
+
+    def origin(self, name: str) -> str:
+        """The earliest name known to have the shape of ``name`` (itself if none)."""
+        while name in self.shaped_like:
+            name = self.shaped_like[name]
+        return name
+
+    def is_scalar(self, atom: Atom) -> bool:
+        """True for literals, numeric constants and names known to hold scalars."""
+        if isinstance(atom, Const | Global):
+            return True
+        return atom.name in self.scalars
+
+    def same_shape(self, a: Atom, b: str) -> bool:
+        """True if the operand ``a`` surely has the shape of the name ``b``."""
+        if isinstance(a, Var) and self.origin(a.name) == self.origin(b):
+            return True
+        return self.is_scalar(a) and b in self.scalars
+
+
+def shape_facts(fn: CoreFunction) -> ShapeFacts:
+    """Derive the shape facts of an array-mode function."""
+    from .rules.arrays import ELEMENTWISE, REDUCTIONS
+
+    facts = ShapeFacts()
+    once = _assigned_once(fn.body)
+    for stmt in _straight_line(fn.body):
+        if stmt.target not in once:
+            continue
+        if isinstance(stmt, Copy) and stmt.render is None and isinstance(stmt.source, Var):
+            _same_as(facts, stmt.target, stmt.source)
+        elif isinstance(stmt, Apply) and not stmt.forward:
+            if stmt.rule.primal in ELEMENTWISE:
+                _elementwise(facts, stmt)
+            elif stmt.rule.primal in REDUCTIONS and _reduces_everything(stmt):
+                facts.scalars.add(stmt.target)
+    return facts
+
+
+def _same_as(facts: ShapeFacts, target: str, source: Var) -> None:
+    if source.name in facts.scalars:
+        facts.scalars.add(target)
+    else:
+        facts.shaped_like[target] = source.name
+
+
+def _elementwise(facts: ShapeFacts, stmt: Apply) -> None:
+    """An elementwise result has the shape of its one operand that is not a scalar."""
+    shaped = [a for a in stmt.args if not facts.is_scalar(a)]
+    if not shaped:
+        facts.scalars.add(stmt.target)
+    elif all(facts.same_shape(a, shaped[0].name) for a in shaped):
+        facts.shaped_like[stmt.target] = shaped[0].name
+
+
+def _reduces_everything(stmt: Apply) -> bool:
+    """``np.sum(x)``: no axis and no keepdims, so the result is a scalar."""
+    axis, keepdims = stmt.statics.get("axis"), stmt.statics.get("keepdims")
+    no_axis = axis is None or (isinstance(axis, ast.Constant) and axis.value is None)
+    kept = keepdims is not None and not (
+        isinstance(keepdims, ast.Constant) and keepdims.value is False
+    )
+    return no_axis and not kept
+
+
+def _straight_line(block: list[Stmt]) -> list[Apply | Copy]:
+    """The statements outside branches and loops, in order (inside them shapes may vary)."""
+    return [s for s in block if isinstance(s, Apply | Copy)]
+
+
+def _assigned_once(block: list[Stmt]) -> set[str]:
+    counts: dict[str, int] = {}
+
+    def visit(stmts: list[Stmt]) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, If):
+                visit(stmt.body)
+                visit(stmt.orelse)
+            elif isinstance(stmt, Loop):
+                visit(stmt.entry)
+                visit(stmt.body)
+                visit(stmt.back_edges)
+                for header in stmt.headers:
+                    counts[header] = counts.get(header, 0) + 2
+            elif hasattr(stmt, "target"):
+                counts[stmt.target] = counts.get(stmt.target, 0) + 1
+
+    visit(block)
+    return {name for name, n in counts.items() if n == 1}
