@@ -641,7 +641,7 @@ class Lowerer(ArrayLowering):
         if isinstance(callee, StaticFunction):
             return callee.source()
         if isinstance(callee, types.FunctionType):
-            if getattr(callee, "__module__", None) in ("math", "builtins"):
+            if getattr(callee, "__module__", None) in ("math", "builtins") or is_numpy(callee):
                 return None
             return load_function(callee)
         return None

@@ -443,9 +443,51 @@ class AdjointSweep:
                 node.args[0] = _name(facts.origin(node.args[0].id))
                 return node
             map_children(node, visit)
+            if isinstance(node, ast.BinOp):
+                self._unfill(node)
             return node
 
         return visit(expr)
+
+    def _unfill(self, product: ast.BinOp) -> None:
+        """``np.full(np.shape(v), s) * e`` is ``s * e`` when ``e`` has the shape of ``v``.
+
+        A reduction's adjoint fills an array with the incoming adjoint; when an elementwise
+        rule multiplies it by a value of that shape right away, the scalar suffices.
+        """
+        spine = [product]
+        while isinstance(spine[-1].left, ast.BinOp) and _is_product(spine[-1].left):
+            spine.append(spine[-1].left)
+        if not _is_product(product):
+            return
+        first = spine[-1]
+        negated = isinstance(first.left, ast.UnaryOp) and isinstance(first.left.op, ast.USub)
+        filled = first.left.operand if negated else first.left
+        shape_of = _filled_shape(filled, self.fn.numpy_alias)
+        if shape_of is None:
+            return
+        wanted = self.shapes.origin(shape_of)
+        if any(self._origin_of(step.right) == wanted for step in spine):
+            if negated:
+                first.left.operand = filled.args[1]
+            else:
+                first.left = filled.args[1]
+
+    def _origin_of(self, expr: ast.expr) -> str | None:
+        """The name whose shape ``expr`` surely has (elementwise arithmetic of names), or None."""
+        facts = self.shapes
+        if isinstance(expr, ast.Name):
+            return facts.origin(expr.id)
+        if isinstance(expr, ast.UnaryOp):
+            return self._origin_of(expr.operand)
+        if isinstance(expr, ast.BinOp):
+            left, right = self._origin_of(expr.left), self._origin_of(expr.right)
+            if _is_literal(expr.left) or (left is not None and left in facts.scalars):
+                return right
+            if _is_literal(expr.right) or (right is not None and right in facts.scalars):
+                return left
+            return left if left == right else None
+        return None
 
     def _variadic(
         self, stmt: Apply, g: str, incoming: ast.expr | None, defined: set[str]
@@ -749,9 +791,11 @@ def _literal_value(node: ast.expr) -> object:
     if isinstance(node, ast.Tuple):
         items = [_literal_value(e) for e in node.elts]
         return _UNDECIDED if _UNDECIDED in items else tuple(items)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not | ast.USub):
         value = _literal_value(node.operand)
-        return _UNDECIDED if value is _UNDECIDED else not value
+        if value is _UNDECIDED:
+            return _UNDECIDED
+        return not value if isinstance(node.op, ast.Not) else -value
     if isinstance(node, ast.BoolOp):
         values = [_literal_value(v) for v in node.values]
         if _UNDECIDED in values:
@@ -880,6 +924,34 @@ def _array_partial(fn: CoreFunction, sweep: AdjointSweep, param: str, defined: s
         ctx=ast.Load(),
     )
     return _call(fn.helper("gradient_like"), _name(param), listed)
+
+
+def _is_product(node: ast.BinOp) -> bool:
+    return isinstance(node.op, ast.Mult | ast.Div)
+
+
+def _is_literal(node: ast.expr) -> bool:
+    """A number, or arithmetic of numbers only (``2 - 1`` before simplification)."""
+    if isinstance(node, ast.BinOp):
+        return _is_literal(node.left) and _is_literal(node.right)
+    if isinstance(node, ast.UnaryOp):
+        return _is_literal(node.operand)
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
+
+
+def _filled_shape(node: ast.expr, numpy_alias: str) -> str | None:
+    """``v`` for ``np.full(np.shape(v), s)``, else None."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "full"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == numpy_alias
+        and len(node.args) == 2
+        and _is_shape_of(node.args[0], numpy_alias)
+    ):
+        return None
+    return node.args[0].args[0].id
 
 
 def _is_shape_of(node: ast.AST, numpy_alias: str) -> bool:

@@ -147,3 +147,15 @@ def test_forward_mode_says_arrays_are_not_supported_yet(tmp_path: Path) -> None:
     )
     with pytest.raises(AdcompileError, match="forward mode"):
         grad(fn, mode="forward")
+
+
+def test_numpy_constructors_and_negative_axes_compile(tmp_path: Path) -> None:
+    fn = function_from_source(
+        tmp_path,
+        "import numpy as np\n"
+        "def f(x):\n"
+        "    return np.sum(np.sum(x * np.ones(x.shape), axis=(0, -1)) ** 2)\n",
+        "f",
+    )
+    x = np.arange(24.0).reshape(2, 3, 4)
+    check_gradient(fn, grad(fn, wrt=(0,)), (x,), (0,))

@@ -11,19 +11,25 @@ import numpy as np
 
 def unbroadcast(g, x):
     """The adjoint ``g`` summed down to the shape of ``x`` (undoing broadcasting), in its dtype."""
-    shape, dtype = getattr(x, "shape", ()), getattr(x, "dtype", None)
-    if getattr(g, "shape", ()) == shape and getattr(g, "dtype", dtype) == dtype:
-        return g  # the common case: nothing was broadcast
+    try:
+        if g.shape == x.shape and g.dtype == x.dtype:
+            return g  # the common case: two arrays, nothing was broadcast
+    except AttributeError:  # a Python number on either side
+        pass
+    shape, dtype = np.shape(x), getattr(x, "dtype", None)
     extra = np.ndim(g) - len(shape)
     if extra > 0:
         g = np.sum(g, axis=tuple(range(extra)))
-    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and np.shape(g)[i] != 1)
-    if stretched:
-        g = np.sum(g, axis=stretched, keepdims=True)
+    if np.ndim(g) == len(shape):
+        stretched = tuple(i for i, n in enumerate(shape) if n == 1 and np.shape(g)[i] != 1)
+        if stretched:
+            g = np.sum(g, axis=stretched, keepdims=True)
     if np.shape(g) != shape:  # a scalar zero standing for a whole array
         g = g + np.zeros(shape)
     if dtype is not None and dtype.kind == "f" and getattr(g, "dtype", dtype) != dtype:
         g = np.asarray(g, dtype=dtype)
+    if not shape and isinstance(g, np.ndarray):
+        g = g[()]  # a number's gradient is a number
     return g
 
 
@@ -70,6 +76,10 @@ def prod_adjoint(g, x, axis, keepdims):
 def matmul_adjoint_a(g, a, b):
     """The adjoint of ``a`` in ``a @ b`` (vectors, matrices and stacks of matrices)."""
     a_ndim, b_ndim = getattr(a, "ndim", 0), getattr(b, "ndim", 0)
+    if a_ndim == 2 and b_ndim == 1:  # matrix @ vector
+        return np.outer(g, b)
+    if a_ndim == 2 and b_ndim == 2:
+        return g @ b.T
     if a_ndim == 0 or b_ndim == 0:  # np.dot with a scalar multiplies
         return unbroadcast(g * b, a)
     if b_ndim == 1:
@@ -82,6 +92,10 @@ def matmul_adjoint_a(g, a, b):
 def matmul_adjoint_b(g, a, b):
     """The adjoint of ``b`` in ``a @ b`` (vectors, matrices and stacks of matrices)."""
     a_ndim, b_ndim = getattr(a, "ndim", 0), getattr(b, "ndim", 0)
+    if a_ndim == 2 and b_ndim == 1:  # matrix @ vector
+        return g @ a
+    if a_ndim == 2 and b_ndim == 2:
+        return a.T @ g
     if a_ndim == 0 or b_ndim == 0:
         return unbroadcast(g * a, b)
     if a_ndim == 1:
@@ -93,8 +107,36 @@ def matmul_adjoint_b(g, a, b):
 
 def split_adjoint(g, arrays, axis):
     """The adjoints of the arrays joined by ``np.concatenate(arrays, axis)``."""
+    if axis is None:  # the arrays were flattened first
+        ends = np.cumsum([np.size(a) for a in arrays])[:-1]
+        return [np.reshape(p, np.shape(a)) for p, a in zip(np.split(g, ends), arrays, strict=True)]
     ends = np.cumsum([np.shape(a)[axis] for a in arrays])[:-1]
     return np.split(g, ends, axis=axis)
+
+
+def contraction_adjoint(g, a, b, a_axis, b_axis, of_b):
+    """The adjoint of ``a`` (or of ``b``) in ``np.tensordot(a, b, axes=(a_axis, b_axis))``.
+
+    ``np.dot`` contracts the last axis of ``a`` with the second-to-last of ``b`` (the last
+    if ``b`` is a vector); ``np.inner`` contracts the last axes of both.
+    """
+    na, nb = np.ndim(a), np.ndim(b)
+    if na == 0 or nb == 0:  # a scalar operand multiplies
+        return unbroadcast(g * (a if of_b else b), b if of_b else a)
+    a_axis, b_axis = a_axis % na, b_axis % nb
+    if of_b:  # sum over the free axes of a, then put the contracted axis back in place
+        out = np.tensordot(a, g, axes=([i for i in range(na) if i != a_axis], list(range(na - 1))))
+        return np.moveaxis(out, 0, b_axis)
+    g_axes = list(range(na - 1, na - 1 + nb - 1))
+    out = np.tensordot(g, b, axes=(g_axes, [j for j in range(nb) if j != b_axis]))
+    return np.moveaxis(out, -1, a_axis)
+
+
+def trace_adjoint(g, x):
+    """The adjoint of ``np.trace(x)``: ``g`` on the diagonal of the first two axes."""
+    rows, cols = np.shape(x)[:2]
+    eye = np.eye(rows, cols).reshape((rows, cols) + (1,) * (np.ndim(x) - 2))
+    return eye * g
 
 
 def gradient_like(tree, parts):
@@ -105,25 +147,25 @@ def gradient_like(tree, parts):
     """
     if len(parts) == 1 and not parts[0][0]:
         return unbroadcast(parts[0][1], tree)
-    if isinstance(tree, dict | list | tuple):
-        below = {}
+    if not isinstance(tree, dict | list | tuple):  # an array: add each part at its index
+        out = np.zeros(np.shape(tree), dtype=np.result_type(tree, 1.0))
         for path, g in parts:
-            if not path:
-                raise TypeError("a structured parameter was used whole in arithmetic")
-            key = path[0] if isinstance(tree, dict) else path[0] % len(tree)
-            below.setdefault(key, []).append((path[1:], g))
-        if isinstance(tree, dict):
-            return {key: gradient_like(value, below.get(key, ())) for key, value in tree.items()}
-        return type(tree)(gradient_like(v, below.get(i, ())) for i, v in enumerate(tree))
-    out = np.zeros(np.shape(tree), dtype=np.result_type(tree, 1.0))
+            np.add.at(out, tuple(path), g)
+        return unbroadcast(out, tree)
+    below = {}
     for path, g in parts:
-        np.add.at(out, tuple(path), g)
-    return unbroadcast(out, tree)
+        if not path:
+            raise TypeError("a structured parameter was used whole in arithmetic")
+        key = path[0] if isinstance(tree, dict) else path[0] % len(tree)
+        below.setdefault(key, []).append((path[1:], g))
+    items = tree.items() if isinstance(tree, dict) else enumerate(tree)
+    grads = {key: gradient_like(value, below.get(key, ())) for key, value in items}
+    return grads if isinstance(tree, dict) else type(tree)(grads.values())
 
 
 def check_scalar(value):
     """Raise unless a function's value is a scalar: only scalars have a gradient."""
-    if getattr(value, "ndim", 0) != 0:
+    if type(value) is not float and np.ndim(value) != 0:
         raise TypeError(
             f"grad needs a function returning a scalar; this one returned an array of shape "
             f"{np.shape(value)} (reduce it, e.g. with np.sum, or use jacobian)"
@@ -139,6 +181,8 @@ HELPERS = {
     "matmul_adjoint_a": matmul_adjoint_a,
     "matmul_adjoint_b": matmul_adjoint_b,
     "split_adjoint": split_adjoint,
+    "contraction_adjoint": contraction_adjoint,
+    "trace_adjoint": trace_adjoint,
     "gradient_like": gradient_like,
     "check_scalar": check_scalar,
 }
@@ -152,6 +196,8 @@ HELPER_DEPENDENCIES = {
     "matmul_adjoint_a": ("unbroadcast",),
     "matmul_adjoint_b": ("unbroadcast",),
     "split_adjoint": (),
+    "contraction_adjoint": ("unbroadcast",),
+    "trace_adjoint": (),
     "gradient_like": ("unbroadcast",),
     "check_scalar": (),
 }

@@ -18,12 +18,14 @@ import operator
 import numpy as np
 
 from .array_helpers import (
+    contraction_adjoint,
     extreme_adjoint,
     matmul_adjoint_a,
     matmul_adjoint_b,
     prod_adjoint,
     scatter,
     split_adjoint,
+    trace_adjoint,
     unbroadcast,
 )
 from .registry import array_rule
@@ -254,14 +256,15 @@ def prod(x, result, g, *, axis=None, keepdims=False):
 # ----- linear algebra and shapes ----------------------------------------------------------
 @array_rule(np.dot)
 def dot(a, b, result, g):
-    return matmul_adjoint_a(g, a, b), matmul_adjoint_b(g, a, b)
+    return (
+        contraction_adjoint(g, a, b, -1, -2 if np.ndim(b) > 1 else -1, False),
+        contraction_adjoint(g, a, b, -1, -2 if np.ndim(b) > 1 else -1, True),
+    )
 
 
 @array_rule(np.inner)
 def inner(a, b, result, g):
-    return matmul_adjoint_a(g, a, np.transpose(b)), np.transpose(
-        matmul_adjoint_b(g, a, np.transpose(b))
-    )
+    return contraction_adjoint(g, a, b, -1, -1, False), contraction_adjoint(g, a, b, -1, -1, True)
 
 
 @array_rule(np.outer)
@@ -271,12 +274,14 @@ def outer(a, b, result, g):
 
 @array_rule(np.trace)
 def trace(x, result, g):
-    return g * np.eye(*np.shape(x))
+    return trace_adjoint(g, x)
 
 
 @array_rule(np.transpose)
 def transpose(x, result, g, *, axes=None):
-    return np.transpose(g) if axes is None else np.transpose(g, np.argsort(axes))
+    return (
+        np.transpose(g) if axes is None else np.transpose(g, np.argsort(np.mod(axes, np.ndim(g))))
+    )
 
 
 @array_rule(np.reshape)
@@ -291,12 +296,12 @@ def norm(x, result, g):
 
 @array_rule(np.linalg.det)
 def det(x, result, g):
-    return g * result * np.linalg.inv(x).T
+    return np.expand_dims(g * result, (-1, -2)) * np.swapaxes(np.linalg.inv(x), -1, -2)
 
 
 @array_rule(np.linalg.inv)
 def inv(x, result, g):
-    return -result.T @ g @ result.T
+    return -np.swapaxes(result, -1, -2) @ g @ np.swapaxes(result, -1, -2)
 
 
 @array_rule(operator.getitem)
