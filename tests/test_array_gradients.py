@@ -159,3 +159,65 @@ def test_numpy_constructors_and_negative_axes_compile(tmp_path: Path) -> None:
     )
     x = np.arange(24.0).reshape(2, 3, 4)
     check_gradient(fn, grad(fn, wrt=(0,)), (x,), (0,))
+
+
+# ----- arrays under control flow --------------------------------------------------------------
+def recurrent(W, h, xs):
+    for i in range(3):
+        h = np.tanh(W @ h + xs[i])
+    return np.sum(h**2)
+
+
+def power_iteration(A, v):
+    for _ in range(4):
+        v = A @ v
+        v = v / np.linalg.norm(v)
+    return v @ A @ v
+
+
+def grow_until(x, s):
+    n = 0
+    while np.sum(x) < 10.0 and n < 20:
+        x = x * s + 0.1
+        n += 1
+    return np.sum(x)
+
+
+def branch_on_norm(x, W):
+    if np.linalg.norm(x) > 1.0:  # noqa: SIM108 -- an if statement is the construct under test
+        y = W @ x
+    else:
+        y = x * 2.0
+    return np.sum(np.sin(y))
+
+
+def _loop_cases() -> list[tuple[object, tuple[object, ...], tuple[int, ...]]]:
+    rng = np.random.default_rng(7)
+    W, h, xs = 0.5 * rng.normal(size=(4, 4)), rng.normal(size=4), rng.normal(size=(3, 4))
+    small = 0.1 * h
+    return [
+        (recurrent, (W, h, xs), (0, 1, 2)),
+        (power_iteration, (W + 3.0 * np.eye(4), h), (0, 1)),
+        (grow_until, (np.abs(h), 1.5), (0, 1)),
+        (branch_on_norm, (h, W), (0, 1)),
+        (branch_on_norm, (small, W), (0, 1)),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fn", "args", "wrt"), _loop_cases(), ids=lambda v: getattr(v, "__name__", "")
+)
+def test_loops_and_branches_over_arrays(fn, args, wrt) -> None:
+    check_gradient(fn, grad(fn, wrt=wrt), args, wrt)
+
+
+def loop_over_layers(layers, x):
+    for layer in layers:
+        x = np.tanh(layer["W"] @ x + layer["b"])
+    return np.sum(x)
+
+
+def test_a_loop_over_a_structured_parameter_says_so() -> None:
+    layers = [{"W": np.eye(2), "b": np.zeros(2)}]
+    with pytest.raises(TypeError, match="constant keys"):
+        grad(loop_over_layers, wrt=0)(layers, np.ones(2))

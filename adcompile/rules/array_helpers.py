@@ -35,6 +35,12 @@ def unbroadcast(g, x):
 
 def scatter(g, x, index):
     """The adjoint of ``x[index]``: ``g`` added at ``index`` into zeros shaped like ``x``."""
+    if isinstance(x, dict | list | tuple):
+        raise TypeError(
+            "a structured parameter (dict, list or tuple) can be indexed only with constant "
+            "keys, such as params['W'] or layers[0]; indexing it with a variable (as a loop "
+            "over its items does) is not supported yet"
+        )
     out = np.zeros(np.shape(x), dtype=np.result_type(x, g, 1.0))
     parts = index if isinstance(index, tuple) else (index,)
     if any(np.ndim(i) > 0 and np.asarray(i).dtype != bool for i in parts):
