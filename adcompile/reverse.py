@@ -906,24 +906,33 @@ def _scalar_output_check(fn: CoreFunction, sweep: AdjointSweep) -> ast.stmt:
 
 def _array_partial(fn: CoreFunction, sweep: AdjointSweep, param: str, defined: set) -> ast.expr:
     """A parameter's gradient in its own shape, dtype and structure (array mode)."""
-    parts = [
-        (path, sweep.adjoint(stand_in))
-        for path, stand_in in fn.leaves.get(param, [])
-        if stand_in in sweep.adjoints and sweep.adjoint(stand_in) in defined
-    ]
     whole = sweep.adjoint(param) if sweep.adjoint(param) in defined else None
-    if whole is not None and not parts:
-        return _call(fn.helper("unbroadcast"), _name(whole), _name(param))
-    if whole is not None:
-        parts.insert(0, ((), whole))
-    listed = ast.List(
-        elts=[
-            ast.Tuple(elts=[_literal_path(path), _name(adjoint)], ctx=ast.Load())
-            for path, adjoint in parts
-        ],
-        ctx=ast.Load(),
-    )
-    return _call(fn.helper("gradient_like"), _name(param), listed)
+    parts: dict = {} if whole is None else {(): _name(whole)}
+    for path, stand_in in fn.leaves.get(param, []):
+        if stand_in in sweep.adjoints and sweep.adjoint(stand_in) in defined:
+            _insert_part(parts, path, _name(sweep.adjoint(stand_in)))
+    if list(parts) == [()]:
+        return _call(fn.helper("unbroadcast"), parts[()], _name(param))
+    return _call(fn.helper("gradient_like"), _name(param), _parts_literal(parts))
+
+
+def _insert_part(parts: dict, path: tuple[object, ...], adjoint: ast.expr) -> None:
+    """Put ``adjoint`` at ``path`` in a nested dict of parts (key ``()``: the value itself)."""
+    for key in path:
+        below = parts.setdefault(key, {})
+        if not isinstance(below, dict):  # the value itself is a part too: keep it under ()
+            below = parts[key] = {(): below}
+        parts = below
+    parts[()] = adjoint
+
+
+def _parts_literal(parts: dict) -> ast.expr:
+    """The dict literal of a nested dict of parts; ``{(): b}`` collapses to ``b``."""
+    if list(parts) == [()]:
+        return parts[()]
+    keys = [ast.Tuple(elts=[], ctx=ast.Load()) if k == () else ast.Constant(value=k) for k in parts]
+    values = [_parts_literal(v) if isinstance(v, dict) else v for v in parts.values()]
+    return ast.Dict(keys=keys, values=values)
 
 
 def _is_product(node: ast.BinOp) -> bool:
@@ -965,10 +974,6 @@ def _is_shape_of(node: ast.AST, numpy_alias: str) -> bool:
         and len(node.args) == 1
         and isinstance(node.args[0], ast.Name)
     )
-
-
-def _literal_path(path: tuple[object, ...]) -> ast.expr:
-    return ast.Tuple(elts=[ast.Constant(value=k) for k in path], ctx=ast.Load())
 
 
 def _call(func: str, *args: ast.expr) -> ast.expr:

@@ -913,6 +913,33 @@ def test_scatter_masks_and_slices() -> None:
     assert scatter(np.ones(2), np.zeros(3, dtype=np.float32), slice(1, 3)).shape == (3,)
 
 
+def as_parts(pairs: list[tuple[tuple[object, ...], object]]) -> object:
+    """The nested-dict form of (path, adjoint) pairs that generated code passes to gradient_like.
+
+    Each key leads one level down; key ``()`` holds the adjoint of the value itself; a dict
+    holding only ``()`` stands for that adjoint.
+    """
+    parts: dict = {}
+    for path, adjoint in pairs:
+        node = parts
+        for key in path:
+            below = node.setdefault(key, {})
+            if not isinstance(below, dict):
+                below = node[key] = {(): below}
+            node = below
+        node[()] = adjoint
+    return _collapse(parts)
+
+
+def _collapse(parts: object) -> object:
+    """``{(): b}`` as ``b``, recursively."""
+    if not isinstance(parts, dict):
+        return parts
+    if list(parts) == [()]:
+        return parts[()]
+    return {key: _collapse(value) for key, value in parts.items()}
+
+
 def test_gradient_like_nested_trees() -> None:
     tree = {"w": np.ones((2, 3)), "layers": [np.ones(2), (np.ones(3), 2.0)], "k": 1.5}
     parts = [
@@ -922,7 +949,7 @@ def test_gradient_like_nested_trees() -> None:
         (("layers", 1, 0, 2), 4.0),
         (("layers", 1, 1), 5.0),
     ]
-    out = gradient_like(tree, parts)
+    out = gradient_like(tree, as_parts(parts))
     assert set(out) == {"w", "layers", "k"}
     np.testing.assert_array_equal(out["w"], np.full((2, 3), 2.0))
     assert isinstance(out["layers"], list) and isinstance(out["layers"][1], tuple)
@@ -934,7 +961,7 @@ def test_gradient_like_nested_trees() -> None:
 
 def test_gradient_like_unused_leaves_are_zeros_of_the_leaf_dtype() -> None:
     tree = {"a": np.ones(3, dtype=np.float32), "b": [np.ones((2, 2)), 4.0], "c": (7.0,)}
-    out = gradient_like(tree, [])
+    out = gradient_like(tree, {})
     assert out["a"].dtype == np.float32 and out["a"].shape == (3,) and not out["a"].any()
     assert out["b"][0].shape == (2, 2) and not out["b"][0].any()
     assert np.ndim(out["b"][1]) == 0 and out["b"][1] == 0.0
@@ -942,33 +969,34 @@ def test_gradient_like_unused_leaves_are_zeros_of_the_leaf_dtype() -> None:
 
 
 def test_gradient_like_float_leaf_used_whole_comes_back_a_float() -> None:
-    out = gradient_like([1.0, 2.0], [((1,), np.float64(3.5))])
+    out = gradient_like([1.0, 2.0], as_parts([((1,), np.float64(3.5))]))
     assert isinstance(out[1], float) and out[1] == 3.5
 
 
 def test_gradient_like_unused_float_leaves_come_back_as_floats() -> None:
-    out = gradient_like({"k": 1.5, "pair": [np.ones(2), 2.0]}, [(("pair", 0), np.ones(2))])
+    parts = as_parts([(("pair", 0), np.ones(2))])
+    out = gradient_like({"k": 1.5, "pair": [np.ones(2), 2.0]}, parts)
     assert isinstance(out["k"], float), f"unused float leaf came back as {out['k']!r}"
     assert isinstance(out["pair"][1], float), f"came back as {out['pair'][1]!r}"
 
 
 def test_gradient_like_whole_array_and_elements_add_up() -> None:
     tree = [np.zeros(3, dtype=np.float32)]
-    out = gradient_like(tree, [((0,), np.ones(3)), ((0, 1), 2.0), ((-1, 1), 1.0)])
+    out = gradient_like(tree, as_parts([((0,), np.ones(3)), ((0, 1), 2.0), ((-1, 1), 1.0)]))
     np.testing.assert_array_equal(out[0], [1.0, 4.0, 1.0])
     assert out[0].dtype == np.float32
-    out = gradient_like(np.zeros((2, 2)), [((), np.ones((2, 2))), ((1, 0), 5.0)])
+    out = gradient_like(np.zeros((2, 2)), as_parts([((), np.ones((2, 2))), ((1, 0), 5.0)]))
     np.testing.assert_array_equal(out, [[1.0, 1.0], [6.0, 1.0]])
 
 
 def test_gradient_like_unused_leaf_with_unit_axis() -> None:
-    out = gradient_like({"w": np.ones(3), "b": np.zeros((1, 3))}, [(("w",), np.ones(3))])
+    out = gradient_like({"w": np.ones(3), "b": np.zeros((1, 3))}, as_parts([(("w",), np.ones(3))]))
     assert out["b"].shape == (1, 3)
 
 
 def test_gradient_like_rejects_a_structure_used_whole() -> None:
     with pytest.raises(TypeError, match="used whole"):
-        gradient_like([np.ones(2), np.ones(2)], [((), 1.0), ((0,), np.ones(2))])
+        gradient_like([np.ones(2), np.ones(2)], as_parts([((), 1.0), ((0,), np.ones(2))]))
 
 
 def test_check_scalar() -> None:

@@ -146,27 +146,59 @@ def trace_adjoint(g, x):
 
 
 def gradient_like(tree, parts):
-    """The gradient of a parameter: zeros shaped like ``tree`` plus each (path, adjoint) part.
+    """The gradient of a parameter, shaped like ``tree``, from the adjoints of its parts.
 
-    ``tree`` may be an array, a number, or a (nested) tuple, list or dict of them; a part's
-    path is the sequence of keys and indices that led to the value it is the adjoint of.
+    ``tree`` may be an array, a number, or a (nested) dict, list or tuple of them. ``parts``
+    is the adjoint of the whole, or a dict from keys to the parts below them (key ``()``:
+    the adjoint of the value itself); whatever no part reaches gets zeros.
     """
-    if len(parts) == 1 and not parts[0][0]:
-        return unbroadcast(parts[0][1], tree)
-    if not isinstance(tree, dict | list | tuple):  # an array: add each part at its index
-        out = np.zeros(np.shape(tree), dtype=np.result_type(tree, 1.0))
-        for path, g in parts:
-            np.add.at(out, tuple(path), g)
-        return unbroadcast(out, tree)
-    below = {}
-    for path, g in parts:
-        if not path:
+    if type(parts) is not dict:
+        return unbroadcast(parts, tree)
+    if isinstance(tree, dict):
+        if () in parts:
             raise TypeError("a structured parameter was used whole in arithmetic")
-        key = path[0] if isinstance(tree, dict) else path[0] % len(tree)
-        below.setdefault(key, []).append((path[1:], g))
-    items = tree.items() if isinstance(tree, dict) else enumerate(tree)
-    grads = {key: gradient_like(value, below.get(key, ())) for key, value in items}
-    return grads if isinstance(tree, dict) else type(tree)(grads.values())
+        grads = {}
+        for key, value in tree.items():
+            part = parts.get(key, {})
+            grads[key] = (
+                gradient_like(value, part) if type(part) is dict else unbroadcast(part, value)
+            )
+        return grads
+    if isinstance(tree, list | tuple):
+        if () in parts:
+            raise TypeError("a structured parameter was used whole in arithmetic")
+        below = {}
+        for key, part in parts.items():  # layers[-1] and layers[1] may be the same item
+            i = key % len(tree)
+            below[i] = _merged(below[i], part) if i in below else part
+        return type(tree)(gradient_like(value, below.get(i, {})) for i, value in enumerate(tree))
+    out = np.zeros(np.shape(tree), dtype=np.result_type(tree, 1.0))
+    _add_parts(out, (), parts)
+    return unbroadcast(out, tree)
+
+
+def _merged(a, b):
+    """Two parts (adjoints or dicts of parts) of the same value, as one."""
+    if type(a) is not dict and type(b) is not dict:
+        return a + b
+    if type(a) is not dict:
+        a = {(): a}
+    if type(b) is not dict:
+        b = {(): b}
+    out = dict(a)
+    for key, part in b.items():
+        out[key] = _merged(out[key], part) if key in out else part
+    return out[()] if list(out) == [()] else out
+
+
+def _add_parts(out, index, parts):
+    """Add each adjoint in ``parts`` into ``out`` at ``index`` extended by its keys."""
+    for key, part in parts.items():
+        at = index if key == () else (*index, key)
+        if type(part) is dict:
+            _add_parts(out, at, part)
+        else:
+            np.add.at(out, at, part)
 
 
 def check_scalar(value):
@@ -190,6 +222,8 @@ HELPERS = {
     "contraction_adjoint": contraction_adjoint,
     "trace_adjoint": trace_adjoint,
     "gradient_like": gradient_like,
+    "_merged": _merged,
+    "_add_parts": _add_parts,
     "check_scalar": check_scalar,
 }
 # The helpers each helper calls: copying one into a module copies these too.
@@ -204,6 +238,8 @@ HELPER_DEPENDENCIES = {
     "split_adjoint": (),
     "contraction_adjoint": ("unbroadcast",),
     "trace_adjoint": (),
-    "gradient_like": ("unbroadcast",),
+    "gradient_like": ("unbroadcast", "_merged", "_add_parts"),
+    "_merged": (),
+    "_add_parts": (),
     "check_scalar": (),
 }
