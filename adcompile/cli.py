@@ -121,6 +121,7 @@ def _explained(args: argparse.Namespace, required: bool) -> tuple[FunctionSource
     from .explain import explain_source
 
     fs = load_target(args.target)
+    _scalar_only(fs, args.command)
     wrt = _wrt_argument(parse_wrt(args.wrt))
     if args.at is None:
         if required:
@@ -134,6 +135,17 @@ def _explained(args: argparse.Namespace, required: bool) -> tuple[FunctionSource
     except (ArithmeticError, ValueError) as exc:  # raised by the user's function at the point
         notes = "; ".join(getattr(exc, "__notes__", []))
         raise RunError(f"{exc} at {args.at}" + (f", {notes}" if notes else "")) from None
+
+
+def _scalar_only(fs: FunctionSource, command: str) -> None:
+    """``explain``, ``graph`` and ``check`` work on numbers: say so for NumPy code."""
+    from .lower import lower_function
+
+    if lower_function(fs).array_mode:
+        raise UsageError(
+            f"{command} works on functions of numbers; {fs.name} uses NumPy arrays "
+            "(adcompile dump shows its gradient)"
+        )
 
 
 def command_explain(args: argparse.Namespace) -> int:
@@ -168,6 +180,7 @@ def command_check(args: argparse.Namespace) -> int:
     from .testing import compare_source_with_sympy  # imports SymPy: only for `check`
 
     fs = load_target(args.target)
+    _scalar_only(fs, "check")
     wrt = _wrt_argument(parse_wrt(args.wrt))
     text, name = generate_source(fs, wrt)
     gradient = load_module(text, f"{name} (check)")[name]

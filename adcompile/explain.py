@@ -29,8 +29,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import messages
 from .api import resolve_wrt
 from .astutil import clone, names_in, substitute
+from .errors import UnsupportedSyntaxError
 from .ir import (
     Apply,
     Atom,
@@ -875,6 +877,8 @@ def _line_parts(line: Line | None) -> tuple[int | None, str | None]:
 def explain_source(fs: FunctionSource, point: dict[str, Any], wrt: Any = None) -> Explanation:
     """Explain the gradient of a loaded function at ``point`` (a value for each parameter)."""
     core = lower_function(fs)
+    if core.array_mode:
+        raise fs.error(UnsupportedSyntaxError, fs.node, messages.EXPLAIN_ARRAYS)
     choice = resolve_wrt(core.params, wrt, fs.name)
     interpreter = _Interpreter(core, fs, choice.names)
     value = interpreter.run(point)

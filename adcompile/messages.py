@@ -276,3 +276,7 @@ FORWARD_MODE_ARRAYS = (
     "forward mode (and jvp, jacobian, hessian) does not support NumPy code yet; "
     "use grad in reverse mode"
 )
+EXPLAIN_ARRAYS = (
+    "explain walks through functions of numbers; this one uses NumPy arrays "
+    "(adcompile dump shows its gradient)"
+)

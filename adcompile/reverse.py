@@ -439,7 +439,9 @@ class AdjointSweep:
                     and facts.same_shape(operands[second.id], stmt.target)
                 ):
                     return visit(first)
-            if _is_shape_of(node, fn.numpy_alias):
+            if _is_shape_of(node, fn.numpy_alias, "size") and node.args[0].id in facts.scalars:
+                return ast.Constant(value=1)
+            if _is_shape_of(node, fn.numpy_alias, "shape", "size"):
                 node.args[0] = _name(facts.origin(node.args[0].id))
                 return node
             map_children(node, visit)
@@ -963,12 +965,12 @@ def _filled_shape(node: ast.expr, numpy_alias: str) -> str | None:
     return node.args[0].args[0].id
 
 
-def _is_shape_of(node: ast.AST, numpy_alias: str) -> bool:
-    """True for ``np.shape(name)``."""
+def _is_shape_of(node: ast.AST, numpy_alias: str, *functions: str) -> bool:
+    """True for ``np.shape(name)`` (or another of ``functions``: ``np.size(name)``)."""
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "shape"
+        and node.func.attr in (functions or ("shape",))
         and isinstance(node.func.value, ast.Name)
         and node.func.value.id == numpy_alias
         and len(node.args) == 1

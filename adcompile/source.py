@@ -23,7 +23,7 @@ from .errors import AdcompileError, Location, UnsupportedSyntaxError, node_locat
 FunctionNode = ast.FunctionDef | ast.Lambda
 
 # Modules the static (file) mode may import to resolve names: pure, side-effect free.
-STATIC_MODULES = frozenset({"math", "cmath", "operator"})
+STATIC_MODULES = frozenset({"math", "cmath", "operator", "numpy"})
 
 _TREE_CACHE: dict[str, tuple[str, ast.Module]] = {}
 

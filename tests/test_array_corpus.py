@@ -1,10 +1,10 @@
 """Validation of the NumPy array corpus and its finite-difference reference (issue 4).
 
-No array support exists in adcompile yet: these tests never call ``adcompile.grad`` on arrays.
-They make the corpus trustworthy for the compiler work that follows: every function runs and
-returns a finite scalar without mutating its inputs, every hand-written NumPy backward agrees
-with central finite differences, the checker rejects wrong gradients (values, shapes, dtypes,
-structure) and mutation, and the corpus covers every feature that issue 4 lists.
+These tests make the corpus trustworthy independently of the compiler (which
+``test_array_gradients.py`` checks against it): every function runs and returns a finite
+scalar without mutating its inputs, every hand-written NumPy backward agrees with central
+finite differences, the checker rejects wrong gradients (values, shapes, dtypes, structure)
+and mutation, and the corpus covers every feature that issue 4 lists.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import adcompile
 from adcompile import AdcompileError, NoDerivativeError, UnsupportedSyntaxError, grad
 from tests.array_reference import assert_grads_close, call_without_mutation, check_gradient
 from tests.corpus.arrays import CASES, ArrayCase
-from tests.helpers import function_from_source
+from tests.helpers import function_from_source, run_cli
 
 SEEDS = (0, 1)
 HAND_WRITTEN = [case for case in CASES if case.grad is not None]
@@ -221,3 +221,22 @@ def test_a_loop_over_a_structured_parameter_says_so() -> None:
     layers = [{"W": np.eye(2), "b": np.zeros(2)}]
     with pytest.raises(TypeError, match="constant keys"):
         grad(loop_over_layers, wrt=0)(layers, np.ones(2))
+
+
+def test_explain_and_the_cli_say_arrays_are_for_dump_only(tmp_path: Path) -> None:
+    source = "import numpy as np\ndef f(x):\n    return np.sum(x * x)\n"
+    fn = function_from_source(tmp_path, source, "f")
+    with pytest.raises(UnsupportedSyntaxError, match="NumPy arrays"):
+        adcompile.explain(fn, np.ones(2))
+    path = tmp_path / "arrays_cli.py"
+    path.write_text(source, encoding="utf-8")
+    dumped = run_cli("dump", f"{path}:f")
+    assert dumped.returncode == 0 and "b_x = " in dumped.stdout
+    for command in (
+        ["explain", "--at", "x=1"],
+        ["check"],
+        ["graph", "-o", str(tmp_path / "g.svg")],
+    ):
+        result = run_cli(command[0], f"{path}:f", *command[1:])
+        assert result.returncode != 0
+        assert "uses NumPy arrays" in result.stderr and "Traceback" not in result.stderr
