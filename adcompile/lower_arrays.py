@@ -20,6 +20,7 @@ import operator
 import types
 
 from . import messages
+from .astutil import walk
 from .errors import NoDerivativeError, UnsupportedSyntaxError
 from .ir import ARG_PLACEHOLDER, Apply, Copy, Opaque, Var
 from .rules import Rule
@@ -40,6 +41,8 @@ SHAPE_FUNCTIONS = frozenset(
 
 def is_numpy(value: object) -> bool:
     """True for the numpy module, its submodules, and NumPy's functions and ufuncs."""
+    if value is None or isinstance(value, int | float | str):
+        return False
     if isinstance(value, types.ModuleType):
         return value.__name__ == "numpy" or value.__name__.startswith("numpy.")
     module = getattr(value, "__module__", None) or ""
@@ -52,23 +55,25 @@ def uses_numpy(node: ast.AST, namespace: dict[str, object], local: set[str]) -> 
     Array-only syntax: ``a @ b``, an attribute or method of a local value (``x.T``,
     ``x.sum()``), or a local indexed by a constant key (``params["W1"]``, ``pair[0]``).
     """
-    for child in ast.walk(node):
-        if isinstance(child, ast.Name) and child.id not in local:
-            if child.id in namespace and is_numpy(namespace[child.id]):
+    array_syntax = False
+    for child in walk(node):
+        cls = child.__class__
+        if cls is ast.Name:
+            if child.id not in local and is_numpy(namespace.get(child.id)):
                 return True
-        elif _array_syntax(child, local):
-            return _numpy_available()
-    return False
+        elif cls is ast.BinOp:
+            array_syntax = array_syntax or isinstance(child.op, ast.MatMult)
+        elif cls is ast.Attribute or cls is ast.Subscript:
+            array_syntax = array_syntax or _on_local_name(child, local)
+    return array_syntax and _numpy_available()
 
 
-def _array_syntax(node: ast.AST, local: set[str]) -> bool:
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-        return True
-    if isinstance(node, ast.Attribute | ast.Subscript) and isinstance(node.value, ast.Name):
-        if node.value.id not in local:
-            return False
-        return isinstance(node, ast.Attribute) or _constant_key(node.slice) is not None
-    return False
+def _on_local_name(node: ast.Attribute | ast.Subscript, local: set[str]) -> bool:
+    """``x.T``, ``x.sum``, ``params["W1"]``: an attribute or constant key of a local."""
+    value = node.value
+    if value.__class__ is not ast.Name or value.id not in local:
+        return False
+    return node.__class__ is ast.Attribute or _constant_key(node.slice) is not None
 
 
 def _numpy_available() -> bool:

@@ -14,7 +14,7 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .astutil import clone, loads_in, map_children, names_in, substitute
+from .astutil import clone, loads_in, map_children, names_in, substitute, walk
 from .ir import (
     Apply,
     Atom,
@@ -416,7 +416,9 @@ class AdjointSweep:
             mapping["g"] = incoming
         out = self._template_setup(setup, [e for _, e in wanted], mapping, stmt.line)
         for var, expr in wanted:
-            value = fold_static_tests(substitute(expr, mapping))
+            value = substitute(expr, mapping)
+            if stmt.statics:
+                value = fold_static_tests(value)
             if self.shapes is not None:
                 value = self._known_shapes(value, stmt)
             out += self._contribute(var, value, stmt.line, defined)
@@ -769,7 +771,7 @@ def fold_static_tests(expr: ast.expr) -> ast.expr:
     Array rules test their static arguments (``g if axis is None else ...``); with literal
     arguments the generated code shows just the branch that applies.
     """
-    if not any(isinstance(node, ast.IfExp) for node in ast.walk(expr)):
+    if not any(node.__class__ is ast.IfExp for node in walk(expr)):
         return expr
     return _StaticTests().visit(expr)
 
