@@ -145,7 +145,39 @@ def simplify_adjoints(statements: list[ast.stmt]) -> list[ast.stmt]:
         ):
             stmt.value = simplify(stmt.value)
             _subtract_instead(stmt)
+    _merge_repeated_contributions(statements)
     return statements
+
+
+def _merge_repeated_contributions(statements: list[ast.stmt]) -> None:
+    """``b = e`` then ``b += e`` (``x * x`` sends ``g * x`` twice) becomes ``b = 2.0 * e``.
+
+    Exact: ``e + e == 2.0 * e`` in floating point, and ``e`` reads nothing the first line
+    changes (it defines ``b``, which ``e`` cannot read).
+    """
+    i = 0
+    while i + 1 < len(statements):
+        first, second = statements[i], statements[i + 1]
+        if _repeats(first, second):
+            two = ast.Constant(value=2.0)
+            first.value = ast.BinOp(left=two, op=ast.Mult(), right=first.value)
+            del statements[i + 1]
+        i += 1
+
+
+def _repeats(first: ast.stmt, second: ast.stmt) -> bool:
+    return (
+        isinstance(first, ast.Assign)
+        and isinstance(second, ast.AugAssign)
+        and isinstance(second.op, ast.Add)
+        and getattr(first, "adcompile_sweep", None) == ADJOINT
+        and getattr(second, "adcompile_sweep", None) == ADJOINT
+        and len(first.targets) == 1
+        and isinstance(first.targets[0], ast.Name)
+        and first.targets[0].id == second.target.id
+        and first.targets[0].id not in names_in(first.value)
+        and ast.dump(first.value) == ast.dump(second.value)
+    )
 
 
 def _reads(node: ast.AST) -> set[str]:

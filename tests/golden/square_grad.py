@@ -5,6 +5,5 @@ def square_grad(x):
     """Return dsquare/dx."""
     # adjoint of line 23: return x * x
     b_square = 1.0
-    b_x = b_square * x
-    b_x += b_square * x
+    b_x = 2.0 * (b_square * x)
     return b_x
