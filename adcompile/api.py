@@ -20,7 +20,7 @@ from . import messages
 from .errors import UnsupportedSyntaxError
 from .forward import build_forward_gradient, build_jvp
 from .ir import CoreFunction, If, Loop, Stmt
-from .lower import lower_function
+from .lower import is_array_code, lower_function
 from .optimize import choose_passes, finish_array_code
 from .optimize import optimize as run_passes
 from .render import GeneratedFunction, load_module, render_module
@@ -119,10 +119,10 @@ def generate(
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     passes = choose_passes(optimize)
+    if (mode == "forward" or kind == "jvp") and is_array_code(fs):
+        raise fs.error(UnsupportedSyntaxError, fs.node, messages.FORWARD_MODE_ARRAYS)
     core = lower_function(fs, tuple_output=kind in ("jvp", "vjp"))
     choice = resolve_wrt(core.params, wrt, fs.name)
-    if core.array_mode and (mode == "forward" or kind == "jvp"):
-        raise fs.error(UnsupportedSyntaxError, fs.node, messages.FORWARD_MODE_ARRAYS)
     body = _transform(core, kind, choice, mode)
     statements = run_passes(
         body.statements, body.returns, body.temporaries, body.temporary_adjoints, passes

@@ -67,8 +67,10 @@ def jacobian(fn: Callable[..., Any], wrt: Wrt = None, mode: str = "reverse") -> 
 
     For a tuple output the result is one row per output element, each shaped like ``grad``'s
     result (a tuple over ``wrt``, or the bare partial); for a scalar output it is ``grad``'s.
-    ``mode="reverse"`` runs one vector-Jacobian product per output, ``"forward"`` one
-    Jacobian-vector product per input.
+    For a NumPy array output (reverse mode), each partial is an array of shape
+    ``output.shape + input.shape``, as ``jax.jacrev`` gives. ``mode="reverse"`` runs one
+    vector-Jacobian product per output element, ``"forward"`` one Jacobian-vector product
+    per input.
     """
     if mode not in ("reverse", "forward"):
         raise ValueError(f"mode must be 'reverse' or 'forward', not {mode!r}")
@@ -84,6 +86,11 @@ def jacobian(fn: Callable[..., Any], wrt: Wrt = None, mode: str = "reverse") -> 
 
     def jacobian_of(*args: Any) -> Any:
         """The Jacobian at ``args``."""
+        if mode == "reverse" and outputs is None:
+            value = fn(*args)
+            if getattr(value, "ndim", 0) > 0:
+                partials = _array_jacobian(generated, args, value, choice.names, params)
+                return partials[0] if choice.bare else partials
         table = rows(args)
         shaped = [row[0] if choice.bare else tuple(row) for row in table]
         return shaped[0] if outputs is None else tuple(shaped)
@@ -92,6 +99,35 @@ def jacobian(fn: Callable[..., Any], wrt: Wrt = None, mode: str = "reverse") -> 
     jacobian_of.source = generated.source
     jacobian_of.__wrapped__ = fn
     return jacobian_of
+
+
+def _array_jacobian(
+    generated: Callable[..., Any],
+    args: tuple,
+    value: Any,
+    wrt: tuple[str, ...],
+    params: list[str],
+) -> tuple[Any, ...]:
+    """One vector-Jacobian product per element of an array output, stacked per input."""
+    import numpy as np  # the output is a NumPy array: NumPy is loaded
+
+    inputs = [args[params.index(name)] for name in wrt]
+    for name, given in zip(wrt, inputs, strict=True):
+        if isinstance(given, dict | list | tuple):
+            raise TypeError(
+                f"jacobian of an array output with respect to the structured parameter "
+                f"{name!r} is not supported; pass its arrays as separate parameters"
+            )
+    columns: list[list[Any]] = [[] for _ in wrt]
+    for i in range(value.size):
+        cotangent = np.zeros(value.shape, dtype=np.result_type(value, 1.0))
+        cotangent.flat[i] = 1.0
+        for column, partial in zip(columns, generated(*args, cotangent), strict=True):
+            column.append(partial)
+    return tuple(
+        np.reshape(np.stack(column), value.shape + np.shape(given))
+        for column, given in zip(columns, inputs, strict=True)
+    )
 
 
 def _reverse_rows(generated: Callable[..., Any], outputs: int | None) -> Callable[..., list]:

@@ -1007,6 +1007,19 @@ def _output_stem(function_name: str, params: list[str]) -> str:
     return "out" if stem in params else stem
 
 
+def is_array_code(fs: FunctionSource) -> bool:
+    """True if ``fs`` would be lowered in array mode (it names NumPy or uses array syntax).
+
+    A generated gradient is array code when the function it differentiates is.
+    """
+    recipe = getattr(fs.origin, "adcompile_recipe", None)
+    if recipe is not None:
+        return is_array_code(load_function(recipe.primal))
+    body = fs.node.body if isinstance(fs.node.body, list) else []  # a lambda binds nothing
+    local = set(fs.param_names()) | assigned_names(body)
+    return uses_numpy(fs.node, fs.namespace, local)
+
+
 def lower_function(
     fs: FunctionSource, rules: RuleTable | None = None, *, tuple_output: bool = False
 ) -> CoreFunction:

@@ -240,3 +240,35 @@ def test_explain_and_the_cli_say_arrays_are_for_dump_only(tmp_path: Path) -> Non
         result = run_cli(command[0], f"{path}:f", *command[1:])
         assert result.returncode != 0
         assert "uses NumPy arrays" in result.stderr and "Traceback" not in result.stderr
+
+
+def layer(x, W, b):
+    return np.tanh(W @ x + b)
+
+
+def test_jacobian_of_an_array_output_matches_central_differences() -> None:
+    rng = np.random.default_rng(3)
+    args = [rng.normal(size=3), rng.normal(size=(2, 3)), rng.normal(size=2)]
+    jac = adcompile.jacobian(layer)(*args)
+    assert [j.shape for j in jac] == [(2, 3), (2, 2, 3), (2, 2)]
+    h = 1e-6
+    for k, partial in enumerate(jac):
+        for index in np.ndindex(args[k].shape):
+            plus = [a.copy() for a in args]
+            minus = [a.copy() for a in args]
+            plus[k][index] += h
+            minus[k][index] -= h
+            column = (layer(*plus) - layer(*minus)) / (2 * h)
+            np.testing.assert_allclose(partial[(slice(None), *index)], column, rtol=1e-6, atol=1e-9)
+    bare = adcompile.jacobian(layer, wrt="W")(*args)
+    np.testing.assert_array_equal(bare, jac[1])
+
+
+def test_transforms_not_built_for_arrays_say_so() -> None:
+    args = (np.ones(3), np.eye(2, 3), np.zeros(2))
+    with pytest.raises(AdcompileError, match="forward mode"):
+        adcompile.jacobian(layer, mode="forward")(*args)
+    with pytest.raises(AdcompileError, match="forward mode"):
+        adcompile.hessian(lambda x: np.sum(x**3))(np.ones(2))
+    with pytest.raises(AdcompileError, match="forward mode"):
+        adcompile.jvp(layer, args, args)
