@@ -222,3 +222,23 @@ def fill_placeholders(template: ast.expr, operands: list[ast.expr]) -> ast.expr:
         return ast.Call(func=clone(template.func), args=operands, keywords=[])
     lookup = {ARG_PLACEHOLDER.format(i): op for i, op in enumerate(operands)}
     return substitute(template, lookup)
+
+
+def assignment_counts(block: list[Stmt]) -> dict[str, int]:
+    """How many statements assign each name, nested blocks included (loop copies too)."""
+    counts: dict[str, int] = {}
+
+    def visit(stmts: list[Stmt]) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, If):
+                visit(stmt.body)
+                visit(stmt.orelse)
+            elif isinstance(stmt, Loop):
+                visit(stmt.entry)
+                visit(stmt.body)
+                visit(stmt.back_edges)
+            elif not isinstance(stmt, Return):
+                counts[stmt.target] = counts.get(stmt.target, 0) + 1
+
+    visit(block)
+    return counts

@@ -26,6 +26,7 @@ from .ir import (
     Return,
     Stmt,
     Var,
+    assignment_counts,
     atom_expr,
     fill_placeholders,
 )
@@ -136,25 +137,21 @@ def _cheap(expr: ast.expr) -> bool:
 
 def _sole_applications(block: list[Stmt]) -> dict[str, Apply]:
     """Applications whose target nothing else assigns (not the two arms of an ``if``)."""
+    counts = assignment_counts(block)
+    return {name: stmt for name, stmt in _applications(block).items() if counts[name] == 1}
+
+
+def _applications(block: list[Stmt]) -> dict[str, Apply]:
     found: dict[str, Apply] = {}
-    counts: dict[str, int] = {}
-
-    def visit(stmts: list[Stmt]) -> None:
-        for stmt in stmts:
-            if isinstance(stmt, If):
-                visit(stmt.body)
-                visit(stmt.orelse)
-            elif isinstance(stmt, Loop):
-                visit(stmt.entry)
-                visit(stmt.body)
-                visit(stmt.back_edges)
-            elif not isinstance(stmt, Return):
-                counts[stmt.target] = counts.get(stmt.target, 0) + 1
-                if isinstance(stmt, Apply):
-                    found[stmt.target] = stmt
-
-    visit(block)
-    return {name: stmt for name, stmt in found.items() if counts[name] == 1}
+    for stmt in block:
+        if isinstance(stmt, If):
+            found.update(_applications(stmt.body))
+            found.update(_applications(stmt.orelse))
+        elif isinstance(stmt, Loop):
+            found.update(_applications(stmt.body))
+        elif isinstance(stmt, Apply):
+            found[stmt.target] = stmt
+    return found
 
 
 def _loop_scalars(loop: Loop) -> set[str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from .ir import Apply, Atom, Const, Copy, CoreFunction, Global, If, Loop, Stmt, Var
+from .ir import Apply, Atom, Const, Copy, CoreFunction, Global, Stmt, Var, assignment_counts
 
 
 @dataclass
@@ -50,7 +50,7 @@ def shape_facts(fn: CoreFunction) -> ShapeFacts:
     from .rules.arrays import ELEMENTWISE, REDUCTIONS
 
     facts = ShapeFacts()
-    once = _assigned_once(fn.body)
+    once = {name for name, n in assignment_counts(fn.body).items() if n == 1}
     for stmt in _straight_line(fn.body):
         if stmt.target not in once:
             continue
@@ -93,24 +93,3 @@ def _reduces_everything(stmt: Apply) -> bool:
 def _straight_line(block: list[Stmt]) -> list[Apply | Copy]:
     """The statements outside branches and loops, in order (inside them shapes may vary)."""
     return [s for s in block if isinstance(s, Apply | Copy)]
-
-
-def _assigned_once(block: list[Stmt]) -> set[str]:
-    counts: dict[str, int] = {}
-
-    def visit(stmts: list[Stmt]) -> None:
-        for stmt in stmts:
-            if isinstance(stmt, If):
-                visit(stmt.body)
-                visit(stmt.orelse)
-            elif isinstance(stmt, Loop):
-                visit(stmt.entry)
-                visit(stmt.body)
-                visit(stmt.back_edges)
-                for header in stmt.headers:
-                    counts[header] = counts.get(header, 0) + 2
-            elif hasattr(stmt, "target"):
-                counts[stmt.target] = counts.get(stmt.target, 0) + 1
-
-    visit(block)
-    return {name for name, n in counts.items() if n == 1}

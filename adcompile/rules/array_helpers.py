@@ -3,7 +3,8 @@
 The renderer copies the source of each helper a gradient uses into the generated module
 (under a name that cannot collide with the user's), so a dumped module still needs nothing
 but NumPy. They must therefore be self-contained: only ``np``, builtins and the other helpers
-listed in ``HELPER_DEPENDENCIES`` may be named inside them.
+listed in ``HELPER_DEPENDENCIES`` may be named inside them, and no f-strings (astor renders
+them through ``ast.Str``, deprecated since Python 3.12).
 """
 
 import numpy as np
@@ -204,9 +205,11 @@ def _add_parts(out, index, parts):
 def check_scalar(value):
     """Raise unless a function's value is a scalar: only scalars have a gradient."""
     if type(value) is not float and np.ndim(value) != 0:
+        # No f-string: astor renders them through ast.Str, deprecated since Python 3.12.
         raise TypeError(
-            f"grad needs a function returning a scalar; this one returned an array of shape "
-            f"{np.shape(value)} (reduce it, e.g. with np.sum, or use jacobian)"
+            "grad needs a function returning a scalar; this one returned an array of shape "
+            + str(np.shape(value))
+            + " (reduce it, e.g. with np.sum, or use jacobian)"
         )
 
 
