@@ -119,7 +119,7 @@ def generate(
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     passes = choose_passes(optimize)
-    if (mode == "forward" or kind == "jvp") and is_array_code(fs):
+    if mode == "forward" and kind != "jvp" and is_array_code(fs):
         raise fs.error(UnsupportedSyntaxError, fs.node, messages.FORWARD_MODE_ARRAYS)
     core = lower_function(fs, tuple_output=kind in ("jvp", "vjp"))
     choice = resolve_wrt(core.params, wrt, fs.name)

@@ -14,7 +14,10 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from . import messages
 from .api import Wrt, compile_transform, grad, resolve_wrt
+from .errors import UnsupportedSyntaxError
+from .lower import is_array_code
 from .source import load_function
 
 _CACHE: weakref.WeakKeyDictionary[Callable[..., Any], dict[tuple, Callable[..., Any]]] = (
@@ -75,8 +78,11 @@ def jacobian(fn: Callable[..., Any], wrt: Wrt = None, mode: str = "reverse") -> 
     if mode not in ("reverse", "forward"):
         raise ValueError(f"mode must be 'reverse' or 'forward', not {mode!r}")
     kind = "vjp" if mode == "reverse" else "jvp"
+    fs = load_function(fn)
+    if mode == "forward" and is_array_code(fs):
+        raise fs.error(UnsupportedSyntaxError, fs.node, messages.FORWARD_MODE_ARRAYS)
     generated = compile_transform(fn, kind, wrt)
-    params = load_function(fn).param_names()
+    params = fs.param_names()
     choice = resolve_wrt(params, wrt, getattr(fn, "__name__", "function"))
     outputs = generated.adcompile_outputs
     if mode == "reverse":

@@ -12,11 +12,12 @@ own tangent names. Control flow keeps its shape: no records are needed in forwar
 from __future__ import annotations
 
 import ast
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .astutil import clone, names_in, substitute
+from .astutil import clone, map_children, names_in, substitute
 from .ir import (
     Apply,
     Copy,
@@ -36,6 +37,7 @@ from .reverse import (
     Activity,
     analyze_activity,
     assign,
+    fold_static_tests,
     loop_statement,
     output_value,
     tag,
@@ -91,13 +93,16 @@ class TangentSweep:
         return out
 
     def _copy(self, stmt: Copy) -> list[ast.stmt]:
-        out = [assign(stmt.target, atom_expr(stmt.source), stmt.line, FORWARD)]
+        primal = clone(stmt.render) if stmt.render is not None else atom_expr(stmt.source)
+        out = [assign(stmt.target, primal, stmt.line, FORWARD)]
         for direction in self.directions:
             if not direction.activity.active(stmt.target):
                 continue
             source = stmt.source
-            if isinstance(source, Var) and direction.activity.active(source.name):
-                value: ast.expr = ast.Name(id=direction.tangent(source.name), ctx=ast.Load())
+            if stmt.render is not None:  # a leaf: that item of the parameter's tangent
+                value: ast.expr = self._leaf_tangent(source.name, direction)
+            elif isinstance(source, Var) and direction.activity.active(source.name):
+                value = ast.Name(id=direction.tangent(source.name), ctx=ast.Load())
             else:  # a constant on this path (or a variable this path never bound)
                 value = ast.Constant(value=0.0)
             out.append(assign(direction.tangent(stmt.target), value, stmt.line, TANGENT))
@@ -113,6 +118,18 @@ class TangentSweep:
                 out += self._tangent(stmt, direction)
         return out
 
+    def _leaf_tangent(self, stand_in: str, direction: Direction) -> ast.expr:
+        """``d_params['W1']``: the tangent of a structured parameter's leaf."""
+        for param, leaves in self.fn.leaves.items():
+            for path, name in leaves:
+                if name == stand_in:
+                    expr: ast.expr = ast.Name(id=direction.tangent(param), ctx=ast.Load())
+                    for key in path:
+                        index = ast.Constant(value=key)
+                        expr = ast.Subscript(value=expr, slice=index, ctx=ast.Load())
+                    return expr
+        raise KeyError(stand_in)
+
     def _tangent(self, stmt: Apply, direction: Direction) -> list[ast.stmt]:
         """``d_target = sum of (reverse template of argument i, with g = d_arg_i)``."""
         mapping = {p: atom_expr(a) for p, a in zip(stmt.rule.params, stmt.args, strict=False)}
@@ -124,14 +141,107 @@ class TangentSweep:
             else None
             for a in stmt.args
         ]
-        setup, total = tangent_of(stmt.rule, mapping, tangents, self.names.fresh)
+        template: Rule | TangentTemplate = stmt.rule
+        if self.fn.array_mode:
+            template = array_tangent_template(stmt.rule)
+            mapping.update(self._array_mapping(stmt, template))
+            if stmt.rule.variadic:
+                return self._variadic_tangent(stmt, direction, template, mapping, tangents)
+        setup, total = tangent_of(template, mapping, tangents, self.names.fresh)
+        if stmt.statics:
+            total = fold_static_tests(total)
         out = [assign(name, value, stmt.line, TANGENT) for name, value in setup]
         out.append(assign(direction.tangent(stmt.target), total, stmt.line, TANGENT))
         return out
 
+    def _array_mapping(self, stmt: Apply, template: Rule | TangentTemplate) -> dict:
+        """NumPy's alias, the static arguments and the helpers an array template reads."""
+        mapping: dict[str, ast.expr] = {"np": ast.Name(id=self.fn.numpy_alias, ctx=ast.Load())}
+        mapping.update(stmt.statics)
+        for helper in template_helpers(template):
+            mapping[helper] = ast.Name(id=self.fn.helper(helper), ctx=ast.Load())
+        return mapping
+
+    def _variadic_tangent(
+        self,
+        stmt: Apply,
+        direction: Direction,
+        template: Rule | TangentTemplate,
+        mapping: dict[str, ast.expr],
+        tangents: list[ast.expr | None],
+    ) -> list[ast.stmt]:
+        """``np.concatenate([a, b])``: the same call on the elements' tangents."""
+        zeros = ast.Attribute(
+            value=ast.Name(id=self.fn.numpy_alias, ctx=ast.Load()), attr="zeros_like"
+        )
+        elements = [
+            tangent
+            if tangent is not None
+            else (
+                ast.Call(func=zeros, args=[atom_expr(atom)], keywords=[])
+                if isinstance(atom, Var)
+                else ast.Constant(value=0.0)
+            )
+            for tangent, atom in zip(tangents, stmt.args, strict=True)
+        ]
+        mapping["g"] = ast.List(elts=elements, ctx=ast.Load())
+        total = fold_static_tests(substitute(template.parsed[1][0], mapping))
+        return [assign(direction.tangent(stmt.target), total, stmt.line, TANGENT)]
+
+
+@dataclass(frozen=True)
+class TangentTemplate:
+    """A tangent template made from a reverse one (its ``unbroadcast`` calls left out)."""
+
+    parsed: tuple[list[ast.stmt], list[ast.expr | None]]
+    variadic: bool = False
+
+
+@functools.lru_cache(maxsize=256)
+def array_tangent_template(rule: Rule) -> Rule | TangentTemplate:
+    """The tangent template of an array-mode rule.
+
+    Non-elementwise primitives have their own (``rules/arrays.py``); an elementwise one's
+    tangent is its reverse template with ``unbroadcast(e, x)`` read as ``e``: broadcasting
+    applies to tangents as it does to values, so nothing is summed back.
+    """
+    from .rules.arrays import ELEMENTWISE
+    from .rules.registry import ARRAY_RULES, TANGENT_RULES
+
+    explicit = TANGENT_RULES.lookup(rule.primal, rule.arity)
+    if explicit is not None:
+        return explicit
+    if ARRAY_RULES.lookup(rule.primal, rule.arity) is rule and rule.primal not in ELEMENTWISE:
+        raise NotImplementedError(f"the array rule {rule.name} has no tangent template")
+    setup, adjoints = rule.parsed
+    stripped = [None if e is None else _without_unbroadcast(e) for e in adjoints]
+    return TangentTemplate((setup, stripped), rule.variadic)
+
+
+def _without_unbroadcast(expr: ast.expr) -> ast.expr:
+    """``expr`` with every ``unbroadcast(e, x)`` replaced by ``e``."""
+    if (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Name)
+        and expr.func.id == "unbroadcast"
+    ):
+        return _without_unbroadcast(expr.args[0])
+    expr = clone(expr)
+    map_children(expr, _without_unbroadcast)
+    return expr
+
+
+def template_helpers(template: Rule | TangentTemplate) -> frozenset[str]:
+    """The helper functions a (reverse or tangent) template calls."""
+    from .rules.array_helpers import HELPERS
+
+    setup, exprs = template.parsed
+    found = [e for e in exprs if e is not None] + [s.value for s in setup]
+    return frozenset(name for e in found for name in names_in(e) if name in HELPERS)
+
 
 def tangent_of(
-    rule: Rule,
+    rule: Rule | TangentTemplate,
     mapping: dict[str, ast.expr],
     tangents: list[ast.expr | None],
     fresh: Callable[[str], str],

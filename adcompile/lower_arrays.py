@@ -29,7 +29,7 @@ from .rules.registry import REQUIRED, array_rules, lookup_rule
 # Array methods and the NumPy function whose rule each one takes (``x.sum()`` is np.sum(x)).
 METHODS = ("sum", "mean", "max", "min", "prod", "reshape", "transpose", "dot")
 # Methods taking their shape or axes as separate arguments: ``x.reshape(3, 4)``.
-SPREAD_METHODS = {"reshape": "shape", "transpose": "axes"}
+SPREAD_METHODS = frozenset({"reshape", "transpose"})
 # Attributes that describe an array without depending on its values.
 SHAPE_ATTRIBUTES = frozenset({"shape", "size", "ndim", "dtype"})
 # NumPy functions whose result depends only on shapes (or on nothing): exactly constant.

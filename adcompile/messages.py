@@ -273,8 +273,8 @@ def unsupported_attribute(attr: str) -> str:
 
 
 FORWARD_MODE_ARRAYS = (
-    "forward mode (and jvp, jacobian, hessian) does not support NumPy code yet; "
-    "use grad in reverse mode"
+    "forward-mode gradients and Jacobians, and Hessians, do not support NumPy code yet "
+    "(one pass per array element); use grad, jacobian in reverse mode, or jvp"
 )
 EXPLAIN_ARRAYS = (
     "explain walks through functions of numbers; this one uses NumPy arrays "

@@ -28,7 +28,7 @@ from .array_helpers import (
     trace_adjoint,
     unbroadcast,
 )
-from .registry import array_rule
+from .registry import array_rule, array_tangent
 
 
 # ----- arithmetic (operators and their ufuncs) --------------------------------------------
@@ -348,3 +348,104 @@ ELEMENTWISE = frozenset(
 )
 # Reductions: a scalar when called without ``axis`` and ``keepdims``.
 REDUCTIONS = frozenset({np.sum, np.mean, np.max, np.min, np.prod})
+
+
+# ----- tangents (forward mode) of the rules that are not elementwise -----------------------
+# ``g`` is the tangent of the argument whose term each expression is (see forward.py).
+@array_tangent(np.sum)
+def sum_tangent(x, result, g, *, axis=None, keepdims=False):
+    return np.sum(g, axis=axis, keepdims=keepdims)
+
+
+@array_tangent(np.mean)
+def mean_tangent(x, result, g, *, axis=None, keepdims=False):
+    return np.mean(g, axis=axis, keepdims=keepdims)
+
+
+@array_tangent(np.max)
+def max_tangent(x, result, g, *, axis=None, keepdims=False):
+    weights = extreme_adjoint(np.ones_like(result), x, result, axis, keepdims)
+    return np.sum(weights * g, axis=axis, keepdims=keepdims)
+
+
+array_tangent(np.min)(max_tangent)
+
+
+@array_tangent(np.prod)
+def prod_tangent(x, result, g, *, axis=None, keepdims=False):
+    others = prod_adjoint(np.ones_like(result), x, axis, keepdims)
+    return np.sum(others * g, axis=axis, keepdims=keepdims)
+
+
+@array_tangent(operator.matmul)
+def matmul_tangent(a, b, result, g):
+    return g @ b, a @ g
+
+
+array_tangent(np.matmul)(matmul_tangent)
+
+
+@array_tangent(np.dot)
+def dot_tangent(a, b, result, g):
+    return np.dot(g, b), np.dot(a, g)
+
+
+@array_tangent(np.inner)
+def inner_tangent(a, b, result, g):
+    return np.inner(g, b), np.inner(a, g)
+
+
+@array_tangent(np.outer)
+def outer_tangent(a, b, result, g):
+    return np.outer(g, b), np.outer(a, g)
+
+
+@array_tangent(np.trace)
+def trace_tangent(x, result, g):
+    return np.trace(g)
+
+
+@array_tangent(np.transpose)
+def transpose_tangent(x, result, g, *, axes=None):
+    return np.transpose(g, axes)
+
+
+@array_tangent(np.reshape)
+def reshape_tangent(x, result, g, *, shape):
+    return np.reshape(g, shape)
+
+
+@array_tangent(np.linalg.norm)
+def norm_tangent(x, result, g):
+    return np.sum(x * g) / result
+
+
+@array_tangent(np.linalg.det)
+def det_tangent(x, result, g):
+    return result * np.trace(np.linalg.solve(x, g), axis1=-2, axis2=-1)
+
+
+@array_tangent(np.linalg.inv)
+def inv_tangent(x, result, g):
+    return -result @ g @ result
+
+
+@array_tangent(operator.getitem)
+def getitem_tangent(x, result, g, *, index):
+    return g[index]
+
+
+# Variadic: ``g`` is the list of the elements' tangents (zeros for constant elements).
+@array_tangent(np.concatenate, variadic=True)
+def concatenate_tangent(arrays, result, g, *, axis=0):
+    return np.concatenate(g, axis=axis)
+
+
+@array_tangent(np.stack, variadic=True)
+def stack_tangent(arrays, result, g, *, axis=0):
+    return np.stack(g, axis=axis)
+
+
+@array_tangent(np.array, variadic=True)
+def array_tangent_(arrays, result, g):
+    return np.array(g)

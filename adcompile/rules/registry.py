@@ -207,6 +207,24 @@ def array_rule(
     return register
 
 
+# Tangent (forward-mode) templates for array rules that are not elementwise. They have the
+# reverse templates' form, with ``g`` standing for the tangent of the argument whose term it
+# is; an elementwise rule needs none (its tangent comes from its reverse template).
+TANGENT_RULES = RuleTable()
+
+
+def array_tangent(
+    primal: object, *, variadic: bool = False
+) -> Callable[[Callable[..., object]], Callable[..., object]]:
+    """Register the decorated template as the tangent rule of an array primitive."""
+
+    def register(template: Callable[..., object]) -> Callable[..., object]:
+        TANGENT_RULES.register(primal, template, variadic=variadic)
+        return template
+
+    return register
+
+
 def array_rules() -> RuleTable:
     """The array-mode rule table, its rules registered (this imports NumPy)."""
     from . import arrays  # noqa: F401 -- importing registers the rules
