@@ -79,10 +79,9 @@ def jacobian(fn: Callable[..., Any], wrt: Wrt = None, mode: str = "reverse") -> 
         raise ValueError(f"mode must be 'reverse' or 'forward', not {mode!r}")
     kind = "vjp" if mode == "reverse" else "jvp"
     fs = load_function(fn)
-    if mode == "forward" and is_array_code(fs):
-        raise fs.error(UnsupportedSyntaxError, fs.node, messages.FORWARD_MODE_ARRAYS)
     generated = compile_transform(fn, kind, wrt)
     params = fs.param_names()
+    arrays = is_array_code(fs)
     choice = resolve_wrt(params, wrt, getattr(fn, "__name__", "function"))
     outputs = generated.adcompile_outputs
     if mode == "reverse":
@@ -92,6 +91,9 @@ def jacobian(fn: Callable[..., Any], wrt: Wrt = None, mode: str = "reverse") -> 
 
     def jacobian_of(*args: Any) -> Any:
         """The Jacobian at ``args``."""
+        if arrays and mode == "forward":
+            partials = _array_jacobian_forward(generated, args, choice.names, params, outputs)
+            return partials[0] if choice.bare else partials
         if mode == "reverse" and outputs is None:
             value = fn(*args)
             if getattr(value, "ndim", 0) > 0:
@@ -136,6 +138,44 @@ def _array_jacobian(
     )
 
 
+def _array_jacobian_forward(
+    generated: Callable[..., Any],
+    args: tuple,
+    wrt: tuple[str, ...],
+    params: list[str],
+    outputs: int | None,
+) -> tuple[Any, ...]:
+    """One Jacobian-vector product per element of each input, stacked on the last axes."""
+    import numpy as np  # array code: NumPy is loaded
+
+    if outputs is not None:
+        raise TypeError("a forward-mode jacobian of NumPy code needs a single (array) output")
+    indices = [params.index(name) for name in wrt]
+    zeros = [_zero_tangent(np, args[i]) for i in indices]
+    partials = []
+    for position, i in enumerate(indices):
+        given = args[i]
+        if isinstance(given, dict | list | tuple):
+            raise TypeError(
+                "a forward-mode jacobian with respect to the structured parameter "
+                f"{wrt[position]!r} is not supported; pass its arrays as separate parameters"
+            )
+        columns = []
+        for k in range(max(np.size(given), 1)):
+            basis = np.zeros(np.shape(given))
+            basis.flat[k] = 1.0
+            tangents = list(zeros)
+            tangents[position] = basis if np.ndim(given) else 1.0
+            columns.append(np.asarray(generated(*args, *tangents)[1]))
+        stacked = np.stack(columns, axis=-1)
+        partials.append(stacked.reshape(stacked.shape[:-1] + np.shape(given)))
+    return tuple(partials)
+
+
+def _zero_tangent(np: Any, value: Any) -> Any:
+    return np.zeros(np.shape(value)) if np.ndim(value) else 0.0
+
+
 def _reverse_rows(generated: Callable[..., Any], outputs: int | None) -> Callable[..., list]:
     count = 1 if outputs is None else outputs
 
@@ -167,6 +207,9 @@ def hessian(fn: Callable[..., Any], wrt: Wrt = None) -> Callable[..., Any]:
     ``H[i][j] = d2 fn / d wrt_i d wrt_j``; with a single ``wrt`` parameter, the bare second
     derivative.
     """
+    fs = load_function(fn)
+    if is_array_code(fs):
+        raise fs.error(UnsupportedSyntaxError, fs.node, messages.HESSIAN_ARRAYS)
     gradient = grad(fn, wrt=wrt)
     second = jacobian(gradient, wrt=wrt, mode="forward")
     second.__name__ = f"{getattr(fn, '__name__', 'function')}_hessian"

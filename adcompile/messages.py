@@ -273,8 +273,12 @@ def unsupported_attribute(attr: str) -> str:
 
 
 FORWARD_MODE_ARRAYS = (
-    "forward-mode gradients and Jacobians, and Hessians, do not support NumPy code yet "
-    "(one pass per array element); use grad, jacobian in reverse mode, or jvp"
+    "grad(..., mode='forward') does not support NumPy code yet (it would take one pass per "
+    "array element); use reverse mode, or jvp, or jacobian(..., mode='forward')"
+)
+HESSIAN_ARRAYS = (
+    "hessian does not support NumPy code yet: the generated gradient's helper functions "
+    "have no tangent rules; use jacobian of a hand-written gradient, or finite differences"
 )
 EXPLAIN_ARRAYS = (
     "explain walks through functions of numbers; this one uses NumPy arrays "
