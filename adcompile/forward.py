@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .array_adjoints import helpers_in
 from .astutil import clone, map_children, names_in, substitute
 from .ir import (
     Apply,
@@ -37,12 +38,12 @@ from .reverse import (
     Activity,
     analyze_activity,
     assign,
-    fold_static_tests,
     loop_statement,
     output_value,
     tag,
 )
 from .rules import Rule
+from .statics import fold_static_tests
 
 TANGENT_PREFIXES = ("d_", "dot_", "tangent_", "tan_")
 
@@ -158,7 +159,7 @@ class TangentSweep:
         """NumPy's alias, the static arguments and the helpers an array template reads."""
         mapping: dict[str, ast.expr] = {"np": ast.Name(id=self.fn.numpy_alias, ctx=ast.Load())}
         mapping.update(stmt.statics)
-        for helper in template_helpers(template):
+        for helper in helpers_in(template.parsed):
             mapping[helper] = ast.Name(id=self.fn.helper(helper), ctx=ast.Load())
         return mapping
 
@@ -229,15 +230,6 @@ def _without_unbroadcast(expr: ast.expr) -> ast.expr:
     expr = clone(expr)
     map_children(expr, _without_unbroadcast)
     return expr
-
-
-def template_helpers(template: Rule | TangentTemplate) -> frozenset[str]:
-    """The helper functions a (reverse or tangent) template calls."""
-    from .rules.array_helpers import HELPERS
-
-    setup, exprs = template.parsed
-    found = [e for e in exprs if e is not None] + [s.value for s in setup]
-    return frozenset(name for e in found for name in names_in(e) if name in HELPERS)
 
 
 def tangent_of(

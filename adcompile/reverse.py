@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import ast
 import functools
-import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .astutil import clone, loads_in, map_children, names_in, substitute, walk
+from .array_adjoints import KnownShapes, array_partial, helpers_in, scalar_output_check
+from .astutil import clone, loads_in, names_in, substitute
 from .ir import (
     Apply,
     Atom,
@@ -34,6 +34,7 @@ from .names import ADJOINT_PREFIXES, NameTable
 from .overlay import SetOverlay
 from .rules import Rule
 from .shapes import shape_facts
+from .statics import fold_static_tests
 
 FORWARD = "forward"
 ADJOINT = "adjoint"
@@ -314,7 +315,7 @@ class AdjointSweep:
         self.depth = 0  # how many loops enclose the statement being reversed
         self.definitions = _sole_applications(fn.body)
         self.pending: dict[str, ast.expr] = {}  # adjoints of temporaries, not yet stored
-        self.shapes = shape_facts(fn) if fn.array_mode else None
+        self.shapes = KnownShapes(fn, shape_facts(fn)) if fn.array_mode else None
 
     def adjoint(self, var: str) -> str:
         """The name of the adjoint of ``var`` (``b_x`` for ``x``)."""
@@ -417,78 +418,9 @@ class AdjointSweep:
             if stmt.statics:
                 value = fold_static_tests(value)
             if self.shapes is not None:
-                value = self._known_shapes(value, stmt)
+                value = self.shapes.refine(value, stmt)
             out += self._contribute(var, value, stmt.line, defined)
         return out
-
-    def _known_shapes(self, expr: ast.expr, stmt: Apply) -> ast.expr:
-        """Drop ``unbroadcast`` where no broadcasting happened; read shapes early."""
-        facts, fn = self.shapes, self.fn
-        unbroadcast = fn.helpers.get("unbroadcast")
-        operands = {a.name: a for a in stmt.args if isinstance(a, Var)}
-
-        def visit(node: ast.AST) -> ast.AST:
-            if isinstance(node, ast.Call) and len(node.args) == 2:
-                func, (first, second) = node.func, node.args
-                if (
-                    isinstance(func, ast.Name)
-                    and func.id == unbroadcast
-                    and isinstance(second, ast.Name)
-                    and second.id in operands
-                    and facts.same_shape(operands[second.id], stmt.target)
-                ):
-                    return visit(first)
-            if _is_shape_of(node, fn.numpy_alias, "size") and node.args[0].id in facts.scalars:
-                return ast.Constant(value=1)
-            if _is_shape_of(node, fn.numpy_alias, "shape", "size"):
-                node.args[0] = _name(facts.origin(node.args[0].id))
-                return node
-            map_children(node, visit)
-            if isinstance(node, ast.BinOp):
-                self._unfill(node)
-            return node
-
-        return visit(expr)
-
-    def _unfill(self, product: ast.BinOp) -> None:
-        """``np.full(np.shape(v), s) * e`` is ``s * e`` when ``e`` has the shape of ``v``.
-
-        A reduction's adjoint fills an array with the incoming adjoint; when an elementwise
-        rule multiplies it by a value of that shape right away, the scalar suffices.
-        """
-        spine = [product]
-        while isinstance(spine[-1].left, ast.BinOp) and _is_product(spine[-1].left):
-            spine.append(spine[-1].left)
-        if not _is_product(product):
-            return
-        first = spine[-1]
-        negated = isinstance(first.left, ast.UnaryOp) and isinstance(first.left.op, ast.USub)
-        filled = first.left.operand if negated else first.left
-        shape_of = _filled_shape(filled, self.fn.numpy_alias)
-        if shape_of is None:
-            return
-        wanted = self.shapes.origin(shape_of)
-        if any(self._origin_of(step.right) == wanted for step in spine):
-            if negated:
-                first.left.operand = filled.args[1]
-            else:
-                first.left = filled.args[1]
-
-    def _origin_of(self, expr: ast.expr) -> str | None:
-        """The name whose shape ``expr`` surely has (elementwise arithmetic of names), or None."""
-        facts = self.shapes
-        if isinstance(expr, ast.Name):
-            return facts.origin(expr.id)
-        if isinstance(expr, ast.UnaryOp):
-            return self._origin_of(expr.operand)
-        if isinstance(expr, ast.BinOp):
-            left, right = self._origin_of(expr.left), self._origin_of(expr.right)
-            if _is_literal(expr.left) or (left is not None and left in facts.scalars):
-                return right
-            if _is_literal(expr.right) or (right is not None and right in facts.scalars):
-                return left
-            return left if left == right else None
-        return None
 
     def _variadic(
         self, stmt: Apply, g: str, incoming: ast.expr | None, defined: set[str]
@@ -522,7 +454,7 @@ class AdjointSweep:
         if self.fn.array_mode:
             mapping["np"] = _name(self.fn.numpy_alias)
             mapping.update(stmt.statics)
-            for helper in rule_helpers(stmt.rule):
+            for helper in _rule_helpers(stmt.rule):
                 mapping[helper] = _name(self.fn.helper(helper))
         return mapping
 
@@ -753,69 +685,8 @@ class AdjointSweep:
 
 
 @functools.lru_cache(maxsize=1024)
-def rule_helpers(rule: Rule) -> frozenset[str]:
-    """The helper functions (``array_helpers.py``) a rule's template calls."""
-    from .rules.array_helpers import HELPERS
-
-    setup, adjoints = rule.parsed
-    exprs = [e for e in adjoints if e is not None] + [s.value for s in setup]
-    return frozenset(name for e in exprs for name in names_in(e) if name in HELPERS)
-
-
-def fold_static_tests(expr: ast.expr) -> ast.expr:
-    """Choose the branch of each ``a if test else b`` whose test is made of literals only.
-
-    Array rules test their static arguments (``g if axis is None else ...``); with literal
-    arguments the generated code shows just the branch that applies.
-    """
-    if not any(node.__class__ is ast.IfExp for node in walk(expr)):
-        return expr
-    return _StaticTests().visit(expr)
-
-
-class _StaticTests(ast.NodeTransformer):
-    def visit_IfExp(self, node: ast.IfExp) -> ast.expr:
-        node = self.generic_visit(node)
-        decided = _literal_truth(node.test)
-        if decided is None:
-            return node
-        return node.body if decided else node.orelse
-
-
-_UNDECIDED = object()
-
-
-def _literal_value(node: ast.expr) -> object:
-    """The value of a literal expression (constants, tuples, is/==, and/or/not), or _UNDECIDED."""
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Tuple):
-        items = [_literal_value(e) for e in node.elts]
-        return _UNDECIDED if _UNDECIDED in items else tuple(items)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not | ast.USub):
-        value = _literal_value(node.operand)
-        if value is _UNDECIDED:
-            return _UNDECIDED
-        return not value if isinstance(node.op, ast.Not) else -value
-    if isinstance(node, ast.BoolOp):
-        values = [_literal_value(v) for v in node.values]
-        if _UNDECIDED in values:
-            return _UNDECIDED
-        return all(values) if isinstance(node.op, ast.And) else any(values)
-    if isinstance(node, ast.Compare) and len(node.ops) == 1:
-        left, right = _literal_value(node.left), _literal_value(node.comparators[0])
-        if _UNDECIDED in (left, right):
-            return _UNDECIDED
-        compare = {ast.Is: operator.is_, ast.IsNot: operator.is_not}
-        compare.update({ast.Eq: operator.eq, ast.NotEq: operator.ne})
-        op = compare.get(type(node.ops[0]))
-        return _UNDECIDED if op is None else op(left, right)
-    return _UNDECIDED
-
-
-def _literal_truth(node: ast.expr) -> bool | None:
-    value = _literal_value(node)
-    return None if value is _UNDECIDED else bool(value)
+def _rule_helpers(rule: Rule) -> frozenset[str]:
+    return helpers_in(rule.parsed)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -878,11 +749,16 @@ def build_gradient(
         assign(stack, ast.List(elts=[], ctx=ast.Load()), line, FORWARD)
         for stack, line in sweep.records.stacks
     ]
-    if fn.array_mode and seed and fn.output not in sweep.shapes.scalars:
-        seed.insert(0, _scalar_output_check(fn, sweep))
+    if fn.array_mode and seed and fn.output not in sweep.shapes.facts.scalars:
+        check = scalar_output_check(fn, output_value(fn))
+        seed.insert(0, tag(check, _return_line(fn), ADJOINT))
     statements = stacks + forward + seed + adjoint
     if fn.array_mode:
-        partials = [_array_partial(fn, sweep, p, defined) for p in wrt]
+
+        def adjoint_of(var: str) -> str | None:
+            return sweep.adjoints[var] if sweep.adjoints.get(var) in defined else None
+
+        partials = [array_partial(fn, adjoint_of, p) for p in wrt]
     else:
         partials = [
             _name(sweep.adjoint(p)) if sweep.adjoint(p) in defined else ast.Constant(value=0.0)
@@ -897,88 +773,6 @@ def build_gradient(
         for var, adjoint in sweep.adjoints.items()
     }
     return GradientBody(statements, grads, temp_adjoints, cotangent_params, primal_of)
-
-
-def _scalar_output_check(fn: CoreFunction, sweep: AdjointSweep) -> ast.stmt:
-    """``check_scalar(f)``: a gradient needs a scalar output (an array would seed a sum)."""
-    call = ast.Call(func=_name(fn.helper("check_scalar")), args=[output_value(fn)], keywords=[])
-    return tag(ast.Expr(value=call), _return_line(fn), ADJOINT)
-
-
-def _array_partial(fn: CoreFunction, sweep: AdjointSweep, param: str, defined: set) -> ast.expr:
-    """A parameter's gradient in its own shape, dtype and structure (array mode)."""
-    whole = sweep.adjoint(param) if sweep.adjoint(param) in defined else None
-    parts: dict = {} if whole is None else {(): _name(whole)}
-    for path, stand_in in fn.leaves.get(param, []):
-        if stand_in in sweep.adjoints and sweep.adjoint(stand_in) in defined:
-            _insert_part(parts, path, _name(sweep.adjoint(stand_in)))
-    if list(parts) == [()]:
-        return _call(fn.helper("unbroadcast"), parts[()], _name(param))
-    return _call(fn.helper("gradient_like"), _name(param), _parts_literal(parts))
-
-
-def _insert_part(parts: dict, path: tuple[object, ...], adjoint: ast.expr) -> None:
-    """Put ``adjoint`` at ``path`` in a nested dict of parts (key ``()``: the value itself)."""
-    for key in path:
-        below = parts.setdefault(key, {})
-        if not isinstance(below, dict):  # the value itself is a part too: keep it under ()
-            below = parts[key] = {(): below}
-        parts = below
-    parts[()] = adjoint
-
-
-def _parts_literal(parts: dict) -> ast.expr:
-    """The dict literal of a nested dict of parts; ``{(): b}`` collapses to ``b``."""
-    if list(parts) == [()]:
-        return parts[()]
-    keys = [ast.Tuple(elts=[], ctx=ast.Load()) if k == () else ast.Constant(value=k) for k in parts]
-    values = [_parts_literal(v) if isinstance(v, dict) else v for v in parts.values()]
-    return ast.Dict(keys=keys, values=values)
-
-
-def _is_product(node: ast.BinOp) -> bool:
-    return isinstance(node.op, ast.Mult | ast.Div)
-
-
-def _is_literal(node: ast.expr) -> bool:
-    """A number, or arithmetic of numbers only (``2 - 1`` before simplification)."""
-    if isinstance(node, ast.BinOp):
-        return _is_literal(node.left) and _is_literal(node.right)
-    if isinstance(node, ast.UnaryOp):
-        return _is_literal(node.operand)
-    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
-
-
-def _filled_shape(node: ast.expr, numpy_alias: str) -> str | None:
-    """``v`` for ``np.full(np.shape(v), s)``, else None."""
-    if not (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "full"
-        and isinstance(node.func.value, ast.Name)
-        and node.func.value.id == numpy_alias
-        and len(node.args) == 2
-        and _is_shape_of(node.args[0], numpy_alias)
-    ):
-        return None
-    return node.args[0].args[0].id
-
-
-def _is_shape_of(node: ast.AST, numpy_alias: str, *functions: str) -> bool:
-    """True for ``np.shape(name)`` (or another of ``functions``: ``np.size(name)``)."""
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr in (functions or ("shape",))
-        and isinstance(node.func.value, ast.Name)
-        and node.func.value.id == numpy_alias
-        and len(node.args) == 1
-        and isinstance(node.args[0], ast.Name)
-    )
-
-
-def _call(func: str, *args: ast.expr) -> ast.expr:
-    return ast.Call(func=_name(func), args=list(args), keywords=[])
 
 
 def output_value(fn: CoreFunction) -> ast.expr:

@@ -1,0 +1,68 @@
+"""Static arguments decided at compile time: ``g if axis is None else ...`` with ``axis=1``.
+
+Array rules test their non-differentiable arguments in the template. When the call passes
+literals, the test is evaluated here, so the generated code shows only the branch that applies.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+
+from .astutil import walk
+
+
+def fold_static_tests(expr: ast.expr) -> ast.expr:
+    """Choose the branch of each ``a if test else b`` whose test is made of literals only.
+
+    Array rules test their static arguments (``g if axis is None else ...``); with literal
+    arguments the generated code shows just the branch that applies.
+    """
+    if not any(node.__class__ is ast.IfExp for node in walk(expr)):
+        return expr
+    return _StaticTests().visit(expr)
+
+
+class _StaticTests(ast.NodeTransformer):
+    def visit_IfExp(self, node: ast.IfExp) -> ast.expr:
+        node = self.generic_visit(node)
+        decided = _literal_truth(node.test)
+        if decided is None:
+            return node
+        return node.body if decided else node.orelse
+
+
+_UNDECIDED = object()
+
+
+def _literal_value(node: ast.expr) -> object:
+    """The value of a literal expression (constants, tuples, is/==, and/or/not), or _UNDECIDED."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Tuple):
+        items = [_literal_value(e) for e in node.elts]
+        return _UNDECIDED if _UNDECIDED in items else tuple(items)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not | ast.USub):
+        value = _literal_value(node.operand)
+        if value is _UNDECIDED:
+            return _UNDECIDED
+        return not value if isinstance(node.op, ast.Not) else -value
+    if isinstance(node, ast.BoolOp):
+        values = [_literal_value(v) for v in node.values]
+        if _UNDECIDED in values:
+            return _UNDECIDED
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        left, right = _literal_value(node.left), _literal_value(node.comparators[0])
+        if _UNDECIDED in (left, right):
+            return _UNDECIDED
+        compare = {ast.Is: operator.is_, ast.IsNot: operator.is_not}
+        compare.update({ast.Eq: operator.eq, ast.NotEq: operator.ne})
+        op = compare.get(type(node.ops[0]))
+        return _UNDECIDED if op is None else op(left, right)
+    return _UNDECIDED
+
+
+def _literal_truth(node: ast.expr) -> bool | None:
+    value = _literal_value(node)
+    return None if value is _UNDECIDED else bool(value)
