@@ -185,26 +185,27 @@ ACTIVE = BUILTIN_RULES
 ARRAY_RULES = RuleTable()
 
 
-def rule(primal: object) -> Callable[[Callable[..., object]], Callable[..., object]]:
+Decorator = Callable[[Callable[..., object]], Callable[..., object]]
+
+
+def _registrar(table: RuleTable, primal: object, variadic: bool = False) -> Decorator:
+    """A decorator registering its template in ``table`` for ``primal``."""
+
+    def register(template: Callable[..., object]) -> Callable[..., object]:
+        table.register(primal, template, variadic=variadic)
+        return template
+
+    return register
+
+
+def rule(primal: object) -> Decorator:
     """Register the decorated template as the built-in derivative rule of ``primal``."""
-
-    def register(template: Callable[..., object]) -> Callable[..., object]:
-        BUILTIN_RULES.register(primal, template)
-        return template
-
-    return register
+    return _registrar(BUILTIN_RULES, primal)
 
 
-def array_rule(
-    primal: object, *, variadic: bool = False
-) -> Callable[[Callable[..., object]], Callable[..., object]]:
+def array_rule(primal: object, *, variadic: bool = False) -> Decorator:
     """Register the decorated template as the array-mode derivative rule of ``primal``."""
-
-    def register(template: Callable[..., object]) -> Callable[..., object]:
-        ARRAY_RULES.register(primal, template, variadic=variadic)
-        return template
-
-    return register
+    return _registrar(ARRAY_RULES, primal, variadic)
 
 
 # Tangent (forward-mode) templates for array rules that are not elementwise. They have the
@@ -213,16 +214,9 @@ def array_rule(
 TANGENT_RULES = RuleTable()
 
 
-def array_tangent(
-    primal: object, *, variadic: bool = False
-) -> Callable[[Callable[..., object]], Callable[..., object]]:
+def array_tangent(primal: object, *, variadic: bool = False) -> Decorator:
     """Register the decorated template as the tangent rule of an array primitive."""
-
-    def register(template: Callable[..., object]) -> Callable[..., object]:
-        TANGENT_RULES.register(primal, template, variadic=variadic)
-        return template
-
-    return register
+    return _registrar(TANGENT_RULES, primal, variadic)
 
 
 def array_rules() -> RuleTable:
