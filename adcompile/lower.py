@@ -776,7 +776,9 @@ class Lowerer(ArrayLowering):
         if self.closure is not None and node.id in self.closure.locals:
             return self.closure._name_atom(node)  # a nested function reads its enclosing scope
         value = self._resolve_global(node)
-        if isinstance(value, bool | int | float):
+        if isinstance(value, bool | int | float) or (
+            self.array_mode and isinstance(value, self.numpy.ndarray)
+        ):  # an array (data, say) is read when the gradient is compiled, like a number
             name = self._constant_name(node.id, value)
             return Global(ast.Name(id=name, ctx=ast.Load()), name)
         raise self._error(UnsupportedSyntaxError, node, messages.global_not_number(node.id, value))
@@ -787,7 +789,7 @@ class Lowerer(ArrayLowering):
         if key in self.constant_names:
             return self.constant_names[key]
         if self.parent is not None and (
-            name in self.names.taken and self.constants.get(name, object()) != value
+            name in self.names.taken and not _same_constant(self.constants.get(name), value)
         ):
             chosen = self.names.fresh(name)
         else:
@@ -972,6 +974,14 @@ def _reduction_kind(node: ast.Call, callee: object) -> str | None:
         if callee is getattr(builtins, kind):
             return kind
     return None
+
+
+def _same_constant(known: object, value: object) -> bool:
+    """Equal numbers, or the very same array (arrays do not compare to one truth value)."""
+    if known is value:
+        return True
+    numbers = (bool, int, float)
+    return isinstance(known, numbers) and isinstance(value, numbers) and known == value
 
 
 def _resolved_or_none(lowerer: Lowerer, func: ast.expr) -> object:

@@ -156,7 +156,10 @@ def render_module(functions: list[GeneratedFunction], header: str) -> str:
     constants: dict[str, object] = {}
     for gen in functions:
         constants.update(gen.core.constants)
+    arrays = {name: value for name, value in constants.items() if _is_array(value)}
     for name, value in sorted(constants.items()):
+        if name in arrays:
+            continue
         target = ast.Name(id=name, ctx=ast.Store())
         prelude.append(ast.Assign(targets=[target], value=_constant_literal(value), lineno=0))
     helpers = helper_definitions(core) if core.helpers else []
@@ -164,7 +167,32 @@ def render_module(functions: list[GeneratedFunction], header: str) -> str:
         code = f"{_to_source(helpers)}\n\n{code}"
     if prelude:  # as astor lays out a module: two blank lines before the first def
         code = f"{_to_source(prelude)}\n\n{code}"
+    if arrays:
+        code = _external_arrays_comment(arrays) + code
     return f"{header}\n{comments.substitute(code)}"
+
+
+def _is_array(value: object) -> bool:
+    return type(value).__name__ == "ndarray" and type(value).__module__ == "numpy"
+
+
+def external_arrays(functions: list[GeneratedFunction]) -> dict[str, object]:
+    """The NumPy arrays the generated code reads from the primal's module (not in its text)."""
+    return {
+        name: value
+        for gen in functions
+        for name, value in gen.core.constants.items()
+        if _is_array(value)
+    }
+
+
+def _external_arrays_comment(arrays: dict[str, object]) -> str:
+    lines = [
+        f"# {name}: a NumPy array, shape {value.shape}, {value.dtype}, taken from the "
+        "function's module at compile time (not written here)"
+        for name, value in sorted(arrays.items())
+    ]
+    return "\n".join(lines) + "\n\n"
 
 
 def helper_definitions(core: CoreFunction) -> list[ast.stmt]:
@@ -188,15 +216,18 @@ def helper_definitions(core: CoreFunction) -> list[ast.stmt]:
     return definitions
 
 
-def load_module(text: str, label: str) -> dict[str, object]:
+def load_module(
+    text: str, label: str, arrays: dict[str, object] | None = None
+) -> dict[str, object]:
     """Execute generated module text; tracebacks and debuggers can show its lines.
 
     What runs is the text's own tree with each function body inside a ``try`` that notes the
-    user's line on an error (``notes.py``); the text itself is unchanged.
+    user's line on an error (``notes.py``); the text itself is unchanged. ``arrays`` are the
+    NumPy arrays it reads from the primal's module (``external_arrays``).
     """
     filename = f"<adcompile {label} #{next(_COUNTER)}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
-    namespace: dict[str, object] = {"__name__": "adcompile_generated"}
+    namespace: dict[str, object] = {"__name__": "adcompile_generated", **(arrays or {})}
     code, docstrings = instrument(text, filename, namespace)
     exec(compile(code, filename, "exec"), namespace)
     for name, doc in docstrings.items():

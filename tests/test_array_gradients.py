@@ -347,3 +347,33 @@ def test_every_array_rule_has_a_tangent() -> None:
         except NotImplementedError:
             missing.append(rule.name)
     assert missing == []
+
+
+# ----- arrays read from the module or a closure ---------------------------------------------
+DATA_X = np.random.default_rng(21).normal(size=(12, 3))
+DATA_Y = np.random.default_rng(22).normal(size=12)
+
+
+def regression_loss(w, b):
+    r = DATA_X @ w + b - DATA_Y
+    return np.mean(r**2)
+
+
+def test_module_level_arrays_are_constants_named_in_the_dump() -> None:
+    args = (np.array([0.5, -1.0, 2.0]), 0.25)
+    gradient = grad(regression_loss)
+    check_gradient(regression_loss, gradient, args, (0, 1))
+    assert "# DATA_X: a NumPy array, shape (12, 3), float64" in gradient.source
+    assert "and the arrays named below" in gradient.source.splitlines()[1]
+    assert "DATA_X =" not in gradient.source  # the data stay in the user's module
+
+
+def test_closure_arrays_are_constants_too() -> None:
+    def scaled(scale):
+        def f(w):
+            return np.sum(np.tanh((DATA_X * scale) @ w))
+
+        return f
+
+    fn, w = scaled(np.array([1.0, 2.0, 3.0])), np.array([0.1, 0.2, -0.3])
+    check_gradient(fn, grad(fn, wrt=(0,)), (w,), (0,))
