@@ -124,6 +124,8 @@ def generate(
     passes = choose_passes(optimize)
     if mode == "forward" and kind != "jvp" and is_array_code(fs):
         raise fs.error(UnsupportedSyntaxError, fs.node, messages.FORWARD_MODE_ARRAYS)
+    if getattr(fs.origin, "adcompile_recipe", None) is not None and is_array_code(fs):
+        raise fs.error(UnsupportedSyntaxError, fs.node, messages.HIGHER_ORDER_ARRAYS)
     core = lower_function(fs, tuple_output=kind in ("jvp", "vjp"))
     choice = resolve_wrt(core.params, wrt, fs.name)
     body = _transform(core, kind, choice, mode)

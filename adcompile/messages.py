@@ -284,3 +284,7 @@ EXPLAIN_ARRAYS = (
     "explain walks through functions of numbers; this one uses NumPy arrays "
     "(adcompile dump shows its gradient)"
 )
+HIGHER_ORDER_ARRAYS = (
+    "differentiating a generated NumPy gradient again (grad of grad, hessian) is not "
+    "supported yet: its helper functions have no derivative rules"
+)

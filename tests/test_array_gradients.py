@@ -275,6 +275,8 @@ def test_transforms_not_built_for_arrays_say_so() -> None:
         adcompile.hessian(lambda x: np.sum(x**3))
     with pytest.raises(AdcompileError, match="mode='forward'"):
         grad(layer, mode="forward")
+    with pytest.raises(AdcompileError, match="generated NumPy gradient again"):
+        grad(grad(lambda x: np.sum(x**3)))
 
 
 def test_forward_mode_jacobian_of_arrays_matches_reverse_mode() -> None:
