@@ -83,8 +83,8 @@ def prod_adjoint(g, x, axis, keepdims):
 def matmul_adjoint_a(g, a, b):
     """The adjoint of ``a`` in ``a @ b`` (vectors, matrices and stacks of matrices)."""
     a_ndim, b_ndim = getattr(a, "ndim", 0), getattr(b, "ndim", 0)
-    if a_ndim == 2 and b_ndim == 1:  # matrix @ vector
-        return np.outer(g, b)
+    if a_ndim == 2 and b_ndim == 1:  # matrix @ vector: the outer product (faster than np.outer)
+        return g[:, None] * b
     if a_ndim == 2 and b_ndim == 2:
         return g @ b.T
     if a_ndim == 0 or b_ndim == 0:  # np.dot with a scalar multiplies
