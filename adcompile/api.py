@@ -122,26 +122,57 @@ def generate(
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     passes = choose_passes(optimize)
-    if mode == "forward" and kind != "jvp" and is_array_code(fs):
-        raise fs.error(UnsupportedSyntaxError, fs.node, messages.FORWARD_MODE_ARRAYS)
+    # Forward-mode gradients of arrays: a generated jvp, called once per element.
+    by_elements = mode == "forward" and kind != "jvp" and is_array_code(fs)
     if getattr(fs.origin, "adcompile_recipe", None) is not None and is_array_code(fs):
         raise fs.error(UnsupportedSyntaxError, fs.node, messages.HIGHER_ORDER_ARRAYS)
     core = lower_function(fs, tuple_output=kind in ("jvp", "vjp"))
     choice = resolve_wrt(core.params, wrt, fs.name)
-    body = _transform(core, kind, choice, mode)
+    body = _transform(core, "jvp" if by_elements else kind, choice, mode)
     statements = run_passes(
         body.statements, body.returns, body.temporaries, body.temporary_adjoints, passes
     )
     if core.array_mode:
         statements = finish_array_code(statements, body.primal_of, core.numpy_alias)
     stem = fs.name if fs.name.isidentifier() else "lambda"
-    name = core.names.fresh(f"{stem}_{kind}")
-    purpose = _purpose(fs.name, choice, kind, body.extra_params)
+    inner_kind = "jvp" if by_elements else kind
+    name = core.names.fresh(f"{stem}_{inner_kind}")
+    purpose = _purpose(fs.name, choice, inner_kind, body.extra_params)
     gen = GeneratedFunction(name, core, fs, statements, body.returns, purpose, body.extra_params)
+    functions = [gen]
+    if by_elements:
+        functions.append(_element_loop(core, fs, choice, kind, name, stem))
+        name = functions[-1].name
     label = kind if mode == "reverse" else f"forward-mode {kind}"
-    text = render_module([gen], _header(fs, label, core))
+    text = render_module(functions, _header(fs, label, core))
     n_outputs = None if core.outputs is None else len(core.outputs)
-    return Generated(text, name, _has_loops(core.body), n_outputs, external_arrays([gen]))
+    return Generated(text, name, _has_loops(core.body), n_outputs, external_arrays(functions))
+
+
+def _element_loop(
+    core: CoreFunction, fs: FunctionSource, choice: WrtChoice, kind: str, jvp: str, stem: str
+) -> GeneratedFunction:
+    """``f_grad`` calling the generated ``f_jvp`` once per element (forward mode, arrays)."""
+    indices = [core.params.index(p) for p in choice.names]
+
+    def literal(value: object) -> ast.expr:
+        return ast.parse(repr(value), mode="eval").body
+
+    params = ast.Tuple(elts=[ast.Name(id=p, ctx=ast.Load()) for p in core.params], ctx=ast.Load())
+    call = ast.Call(
+        func=ast.Name(id=core.helper("forward_gradient"), ctx=ast.Load()),
+        args=[
+            ast.Name(id=jvp, ctx=ast.Load()),
+            params,
+            literal(tuple(indices)),
+            literal(choice.bare),
+            literal(kind == "value_and_grad"),
+        ],
+        keywords=[],
+    )
+    name = core.names.fresh(f"{stem}_{kind}")
+    purpose = _purpose(fs.name, choice, kind, []) + " By forward mode: one jvp per element."
+    return GeneratedFunction(name, core, fs, [], call, purpose)
 
 
 @dataclass

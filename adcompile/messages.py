@@ -272,10 +272,6 @@ def unsupported_attribute(attr: str) -> str:
     )
 
 
-FORWARD_MODE_ARRAYS = (
-    "grad(..., mode='forward') does not support NumPy code yet (it would take one pass per "
-    "array element); use reverse mode, or jvp, or jacobian(..., mode='forward')"
-)
 HESSIAN_ARRAYS = (
     "hessian does not support NumPy code yet: the generated gradient's helper functions "
     "have no tangent rules; use jacobian of a hand-written gradient, or finite differences"

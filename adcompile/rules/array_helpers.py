@@ -213,6 +213,37 @@ def check_scalar(value):
         )
 
 
+def forward_gradient(jvp, args, wrt, bare, with_value):
+    """A gradient by forward mode: one ``jvp`` call per element of each argument in ``wrt``.
+
+    Forward mode carries one direction per pass, so an array of n elements takes n passes;
+    reverse mode (``grad``'s default) takes one.
+    """
+    if any(isinstance(args[k], dict | list | tuple) for k in wrt):
+        raise TypeError(
+            "forward mode differentiates arrays and numbers; use reverse mode for "
+            "structured parameters"
+        )
+    zeros = [np.zeros(np.shape(args[k])) if np.ndim(args[k]) else 0.0 for k in wrt]
+    value, grads = None, []
+    for position, k in enumerate(wrt):
+        arg = args[k]
+        partial = np.zeros(np.shape(arg), dtype=np.result_type(arg, 1.0))
+        for i in range(np.size(arg)):
+            tangents = list(zeros)
+            if np.ndim(arg):
+                tangents[position] = np.zeros(np.shape(arg))
+                tangents[position].flat[i] = 1.0
+            else:
+                tangents[position] = 1.0
+            value, slope = jvp(*args, *tangents)
+            check_scalar(value)
+            partial.flat[i] = slope
+        grads.append(unbroadcast(partial, arg))
+    result = grads[0] if bare else tuple(grads)
+    return (value, result) if with_value else result
+
+
 HELPERS = {
     "unbroadcast": unbroadcast,
     "scatter": scatter,
@@ -228,6 +259,7 @@ HELPERS = {
     "_merged": _merged,
     "_add_parts": _add_parts,
     "check_scalar": check_scalar,
+    "forward_gradient": forward_gradient,
 }
 # The helpers each helper calls: copying one into a module copies these too.
 HELPER_DEPENDENCIES = {
@@ -245,4 +277,5 @@ HELPER_DEPENDENCIES = {
     "_merged": (),
     "_add_parts": (),
     "check_scalar": (),
+    "forward_gradient": ("unbroadcast", "check_scalar"),
 }
