@@ -43,7 +43,7 @@ from .reverse import (
     tag,
 )
 from .rules import Rule
-from .statics import fold_static_tests
+from .statics import drop_default_keywords, fold_static_tests
 
 TANGENT_PREFIXES = ("d_", "dot_", "tangent_", "tan_")
 
@@ -151,6 +151,7 @@ class TangentSweep:
         setup, total = tangent_of(template, mapping, tangents, self.names.fresh)
         if stmt.statics:
             total = fold_static_tests(total)
+            total = drop_default_keywords(total, dict(stmt.rule.statics))
         out = [assign(name, value, stmt.line, TANGENT) for name, value in setup]
         out.append(assign(direction.tangent(stmt.target), total, stmt.line, TANGENT))
         return out

@@ -66,3 +66,23 @@ def _literal_value(node: ast.expr) -> object:
 def _literal_truth(node: ast.expr) -> bool | None:
     value = _literal_value(node)
     return None if value is _UNDECIDED else bool(value)
+
+
+def drop_default_keywords(expr: ast.expr, defaults: dict[str, object]) -> ast.expr:
+    """Leave out keyword arguments that pass a static's default: ``np.sum(g, axis=None)``.
+
+    ``defaults`` maps each static parameter's name to its default; a keyword is dropped
+    when it has that name and a literal value equal to the default.
+    """
+    for node in walk(expr):
+        if node.__class__ is ast.Call and node.keywords:
+            node.keywords = [k for k in node.keywords if not _passes_default(k, defaults)]
+    return expr
+
+
+def _passes_default(keyword: ast.keyword, defaults: dict[str, object]) -> bool:
+    if keyword.arg not in defaults:
+        return False
+    value = _literal_value(keyword.value)
+    default = defaults[keyword.arg]
+    return value is not _UNDECIDED and type(value) is type(default) and value == default
