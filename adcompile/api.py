@@ -128,14 +128,14 @@ def generate(
         raise fs.error(UnsupportedSyntaxError, fs.node, messages.HIGHER_ORDER_ARRAYS)
     core = lower_function(fs, tuple_output=kind in ("jvp", "vjp"))
     choice = resolve_wrt(core.params, wrt, fs.name)
-    body = _transform(core, "jvp" if by_elements else kind, choice, mode)
+    inner_kind = "jvp" if by_elements else kind
+    body = _transform(core, inner_kind, choice, mode)
     statements = run_passes(
         body.statements, body.returns, body.temporaries, body.temporary_adjoints, passes
     )
     if core.array_mode:
         statements = finish_array_code(statements, body.primal_of, core.numpy_alias)
     stem = fs.name if fs.name.isidentifier() else "lambda"
-    inner_kind = "jvp" if by_elements else kind
     name = core.names.fresh(f"{stem}_{inner_kind}")
     purpose = _purpose(fs.name, choice, inner_kind, body.extra_params)
     gen = GeneratedFunction(name, core, fs, statements, body.returns, purpose, body.extra_params)

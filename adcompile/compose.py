@@ -145,35 +145,13 @@ def _array_jacobian_forward(
     params: list[str],
     outputs: int | None,
 ) -> tuple[Any, ...]:
-    """One Jacobian-vector product per element of each input, stacked on the last axes."""
-    import numpy as np  # array code: NumPy is loaded
+    """One Jacobian-vector product per element of each input (``forward_jacobian``)."""
+    from .rules.array_helpers import forward_jacobian
 
     if outputs is not None:
         raise TypeError("a forward-mode jacobian of NumPy code needs a single (array) output")
-    indices = [params.index(name) for name in wrt]
-    zeros = [_zero_tangent(np, args[i]) for i in indices]
-    partials = []
-    for position, i in enumerate(indices):
-        given = args[i]
-        if isinstance(given, dict | list | tuple):
-            raise TypeError(
-                "a forward-mode jacobian with respect to the structured parameter "
-                f"{wrt[position]!r} is not supported; pass its arrays as separate parameters"
-            )
-        columns = []
-        for k in range(max(np.size(given), 1)):
-            basis = np.zeros(np.shape(given))
-            basis.flat[k] = 1.0
-            tangents = list(zeros)
-            tangents[position] = basis if np.ndim(given) else 1.0
-            columns.append(np.asarray(generated(*args, *tangents)[1]))
-        stacked = np.stack(columns, axis=-1)
-        partials.append(stacked.reshape(stacked.shape[:-1] + np.shape(given)))
+    _, partials = forward_jacobian(generated, args, [params.index(name) for name in wrt])
     return tuple(partials)
-
-
-def _zero_tangent(np: Any, value: Any) -> Any:
-    return np.zeros(np.shape(value)) if np.ndim(value) else 0.0
 
 
 def _reverse_rows(generated: Callable[..., Any], outputs: int | None) -> Callable[..., list]:

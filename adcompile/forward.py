@@ -120,16 +120,13 @@ class TangentSweep:
         return out
 
     def _leaf_tangent(self, stand_in: str, direction: Direction) -> ast.expr:
-        """``d_params['W1']``: the tangent of a structured parameter's leaf."""
-        for param, leaves in self.fn.leaves.items():
-            for path, name in leaves:
-                if name == stand_in:
-                    expr: ast.expr = ast.Name(id=direction.tangent(param), ctx=ast.Load())
-                    for key in path:
-                        index = ast.Constant(value=key)
-                        expr = ast.Subscript(value=expr, slice=index, ctx=ast.Load())
-                    return expr
-        raise KeyError(stand_in)
+        """``d_params['W1']``: the leaf's own expression, read from the parameter's tangent."""
+        expr = self.fn.leaf_exprs[stand_in]
+        root = expr
+        while isinstance(root, ast.Subscript):
+            root = root.value
+        tangent = ast.Name(id=direction.tangent(root.id), ctx=ast.Load())
+        return substitute(expr, {root.id: tangent})
 
     def _tangent(self, stmt: Apply, direction: Direction) -> list[ast.stmt]:
         """``d_target = sum of (reverse template of argument i, with g = d_arg_i)``."""

@@ -213,11 +213,12 @@ def check_scalar(value):
         )
 
 
-def forward_gradient(jvp, args, wrt, bare, with_value):
-    """A gradient by forward mode: one ``jvp`` call per element of each argument in ``wrt``.
+def forward_jacobian(jvp, args, wrt):
+    """``(value, partials)`` by forward mode: one ``jvp`` call per element of each argument.
 
-    Forward mode carries one direction per pass, so an array of n elements takes n passes;
-    reverse mode (``grad``'s default) takes one.
+    Each partial has the shape ``value.shape + argument.shape``. Forward mode carries one
+    direction per pass, so an array of n elements takes n passes; reverse mode takes one per
+    output element.
     """
     if any(isinstance(args[k], dict | list | tuple) for k in wrt):
         raise TypeError(
@@ -225,21 +226,26 @@ def forward_gradient(jvp, args, wrt, bare, with_value):
             "structured parameters"
         )
     zeros = [np.zeros(np.shape(args[k])) if np.ndim(args[k]) else 0.0 for k in wrt]
-    value, grads = None, []
+    value, partials = None, []
     for position, k in enumerate(wrt):
-        arg = args[k]
-        partial = np.zeros(np.shape(arg), dtype=np.result_type(arg, 1.0))
-        for i in range(np.size(arg)):
+        columns = []
+        for i in range(np.size(args[k])):
             tangents = list(zeros)
-            if np.ndim(arg):
-                tangents[position] = np.zeros(np.shape(arg))
+            tangents[position] = np.zeros(np.shape(args[k])) if np.ndim(args[k]) else 1.0
+            if np.ndim(args[k]):
                 tangents[position].flat[i] = 1.0
-            else:
-                tangents[position] = 1.0
             value, slope = jvp(*args, *tangents)
-            check_scalar(value)
-            partial.flat[i] = slope
-        grads.append(unbroadcast(partial, arg))
+            columns.append(np.asarray(slope))
+        stacked = np.stack(columns, axis=-1)
+        partials.append(stacked.reshape(stacked.shape[:-1] + np.shape(args[k])))
+    return value, partials
+
+
+def forward_gradient(jvp, args, wrt, bare, with_value):
+    """A gradient by forward mode (``forward_jacobian`` of a scalar function)."""
+    value, partials = forward_jacobian(jvp, args, wrt)
+    check_scalar(value)
+    grads = [unbroadcast(partial, args[k]) for partial, k in zip(partials, wrt, strict=True)]
     result = grads[0] if bare else tuple(grads)
     return (value, result) if with_value else result
 
@@ -259,6 +265,7 @@ HELPERS = {
     "_merged": _merged,
     "_add_parts": _add_parts,
     "check_scalar": check_scalar,
+    "forward_jacobian": forward_jacobian,
     "forward_gradient": forward_gradient,
 }
 # The helpers each helper calls: copying one into a module copies these too.
@@ -277,5 +284,6 @@ HELPER_DEPENDENCIES = {
     "_merged": (),
     "_add_parts": (),
     "check_scalar": (),
-    "forward_gradient": ("unbroadcast", "check_scalar"),
+    "forward_jacobian": (),
+    "forward_gradient": ("forward_jacobian", "unbroadcast", "check_scalar"),
 }

@@ -479,16 +479,7 @@ def plan_from(args: argparse.Namespace) -> Plan:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the array benchmark; print the report and write it (unless ``--no-output``)."""
     args = parse_args(argv)
-    try:
-        _, report = run_all(plan_from(args))
-    except BenchmarkError as exc:
-        print(f"ABORT: hand-written gradient check failed: {exc}", file=sys.stderr)
-        return 1
-    print(report)
-    if not args.no_output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(report, encoding="utf-8")
-    return 0
+    return peers.report_main(args, lambda: run_all(plan_from(args))[1])
 
 
 if __name__ == "__main__":

@@ -754,11 +754,10 @@ def plan_from(args: argparse.Namespace) -> Plan:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the peer benchmark; print the report and write it (unless ``--no-output``)."""
-    args = parse_args(argv)
+def report_main(args: argparse.Namespace, make_report: Callable[[], str]) -> int:
+    """Print the report ``make_report`` builds and write it (unless ``--no-output``)."""
     try:
-        report = run_all(plan_from(args))
+        report = make_report()
     except BenchmarkError as exc:
         print(f"ABORT: hand-written gradient check failed: {exc}", file=sys.stderr)
         return 1
@@ -767,6 +766,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(report, encoding="utf-8")
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the peer benchmark; print the report and write it (unless ``--no-output``)."""
+    args = parse_args(argv)
+    return report_main(args, lambda: run_all(plan_from(args)))
 
 
 if __name__ == "__main__":
