@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import messages
-from .errors import UnsupportedSyntaxError
 from .forward import build_forward_gradient, build_jvp
 from .ir import CoreFunction, If, Loop, Stmt
 from .lower import is_array_code, lower_function
@@ -92,6 +90,8 @@ class Generated:
     n_outputs: int | None = None  # None: a scalar output; else the length of the tuple
     # NumPy arrays the code reads from the primal's module (named, not written, in the text).
     arrays: dict[str, object] = field(default_factory=dict)
+    # The helper functions (``array_helpers.py``) the module defines: name -> alias.
+    helpers: dict[str, str] = field(default_factory=dict)
 
 
 Optimize = bool | Sequence[str]
@@ -124,8 +124,6 @@ def generate(
     passes = choose_passes(optimize)
     # Forward-mode gradients of arrays: a generated jvp, called once per element.
     by_elements = mode == "forward" and kind != "jvp" and is_array_code(fs)
-    if getattr(fs.origin, "adcompile_recipe", None) is not None and is_array_code(fs):
-        raise fs.error(UnsupportedSyntaxError, fs.node, messages.HIGHER_ORDER_ARRAYS)
     core = lower_function(fs, tuple_output=kind in ("jvp", "vjp"))
     choice = resolve_wrt(core.params, wrt, fs.name)
     inner_kind = "jvp" if by_elements else kind
@@ -146,7 +144,8 @@ def generate(
     label = kind if mode == "reverse" else f"forward-mode {kind}"
     text = render_module(functions, _header(fs, label, core))
     n_outputs = None if core.outputs is None else len(core.outputs)
-    return Generated(text, name, _has_loops(core.body), n_outputs, external_arrays(functions))
+    arrays = external_arrays(functions)
+    return Generated(text, name, _has_loops(core.body), n_outputs, arrays, dict(core.helpers))
 
 
 def _element_loop(
@@ -276,6 +275,8 @@ def compile_transform(
         generated = generate(fs, kind, wrt, mode, optimize)
         label = f"{generated.name} of {fn.__qualname__}"
         compiled = load_module(generated.text, label, generated.arrays)
+    for helper, alias in generated.helpers.items():
+        compiled[alias].adcompile_helper = helper  # a primitive when differentiated again
     function = compiled[generated.name]
     function.source = generated.text
     function.__wrapped__ = fn

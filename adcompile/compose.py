@@ -11,12 +11,10 @@ number of times.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from . import messages
 from .api import Wrt, compile_transform, grad, resolve_wrt
-from .errors import UnsupportedSyntaxError
 from .lower import is_array_code
 from .source import load_function
 
@@ -92,7 +90,10 @@ def jacobian(fn: Callable[..., Any], wrt: Wrt = None, mode: str = "reverse") -> 
     def jacobian_of(*args: Any) -> Any:
         """The Jacobian at ``args``."""
         if arrays and mode == "forward":
-            partials = _array_jacobian_forward(generated, args, choice.names, params, outputs)
+            partials = _array_jacobian_forward(generated, args, choice.names, params)
+            if outputs is not None:  # one row per output element
+                partials = [tuple(p[i] for p in partials) for i in range(outputs)]
+                return tuple(row[0] if choice.bare else row for row in partials)
             return partials[0] if choice.bare else partials
         if mode == "reverse" and outputs is None:
             value = fn(*args)
@@ -143,13 +144,10 @@ def _array_jacobian_forward(
     args: tuple,
     wrt: tuple[str, ...],
     params: list[str],
-    outputs: int | None,
 ) -> tuple[Any, ...]:
     """One Jacobian-vector product per element of each input (``forward_jacobian``)."""
     from .rules.array_helpers import forward_jacobian
 
-    if outputs is not None:
-        raise TypeError("a forward-mode jacobian of NumPy code needs a single (array) output")
     _, partials = forward_jacobian(generated, args, [params.index(name) for name in wrt])
     return tuple(partials)
 
@@ -183,13 +181,73 @@ def hessian(fn: Callable[..., Any], wrt: Wrt = None) -> Callable[..., Any]:
     """The Hessian of a scalar ``fn``: forward mode over the generated reverse-mode gradient.
 
     ``H[i][j] = d2 fn / d wrt_i d wrt_j``; with a single ``wrt`` parameter, the bare second
-    derivative.
+    derivative. For NumPy code each block has the shape ``wrt_i.shape + wrt_j.shape``, as
+    ``jax.hessian`` gives; it takes one pass of the gradient's tangent code per element of
+    the ``wrt`` arrays.
     """
-    fs = load_function(fn)
-    if is_array_code(fs):
-        raise fs.error(UnsupportedSyntaxError, fs.node, messages.HESSIAN_ARRAYS)
     gradient = grad(fn, wrt=wrt)
-    second = jacobian(gradient, wrt=wrt, mode="forward")
+    recipe = gradient.adcompile_recipe
+    if recipe.has_loops and is_array_code(load_function(fn)):
+        second = _forward_over_forward(fn, wrt)
+    else:
+        second = jacobian(gradient, wrt=wrt, mode="forward")
     second.__name__ = f"{getattr(fn, '__name__', 'function')}_hessian"
     second.__wrapped__ = fn
     return second
+
+
+def _forward_over_forward(fn: Callable[..., Any], wrt: Wrt) -> Callable[..., Any]:
+    """The Hessian of NumPy code with loops: tangents of the generated tangent (jvp) code.
+
+    A reverse-mode gradient of a loop records values on list stacks, which the compiler does
+    not read back; the jvp has plain loops. Its own jvp gives ``u @ H @ w`` for two
+    directions, so the Hessian takes one pass per pair of elements (n squared passes).
+    """
+    params = load_function(fn).param_names()
+    choice = resolve_wrt(params, wrt, getattr(fn, "__name__", "function"))
+    indices = [params.index(name) for name in choice.names]
+    first = _cached(fn, "jvp", list(range(len(params))) or None)
+    second = compile_transform(first, "jvp", indices)
+
+    def hessian_of(*args: Any) -> Any:
+        """The Hessian at ``args``."""
+        from .rules.array_helpers import forward_jacobian
+
+        blocks = []
+        for k in indices:
+            rows = []  # one row of H per element of the direction's parameter
+            for direction in _basis(args, k):
+                _, partials = forward_jacobian(second, (*args, *direction), indices)
+                rows.append([slope for _, slope in partials])
+            blocks.append(
+                [_rows_stacked([row[j] for row in rows], args[k]) for j in range(len(indices))]
+            )
+        if choice.bare:
+            return blocks[0][0]
+        return tuple(tuple(row) for row in blocks)
+
+    hessian_of.source = second.source
+    return hessian_of
+
+
+def _basis(args: tuple, k: int) -> Iterator[list[Any]]:
+    """Tangents for every argument: zeros, but one element of argument ``k`` set to 1."""
+    import numpy as np
+
+    zeros = [np.zeros(np.shape(a)) if np.ndim(a) else 0.0 for a in args]
+    for i in range(np.size(args[k])):
+        direction = list(zeros)
+        if np.ndim(args[k]):
+            direction[k] = np.zeros(np.shape(args[k]))
+            direction[k].flat[i] = 1.0
+        else:
+            direction[k] = 1.0
+        yield direction
+
+
+def _rows_stacked(rows: list[Any], arg: Any) -> Any:
+    """Rows of the Hessian, one per element of ``arg``, as one array of ``arg``'s shape first."""
+    import numpy as np
+
+    stacked = np.stack([np.asarray(row) for row in rows])
+    return stacked.reshape(np.shape(arg) + stacked.shape[1:])

@@ -39,6 +39,7 @@ from .reverse import (
     analyze_activity,
     assign,
     loop_statement,
+    opaque_statement,
     output_value,
     tag,
 )
@@ -80,7 +81,7 @@ class TangentSweep:
             elif isinstance(stmt, Copy):
                 out += self._copy(stmt)
             elif isinstance(stmt, Opaque):
-                out.append(assign(stmt.target, clone(stmt.expr), stmt.line, FORWARD))
+                out.append(opaque_statement(stmt, FORWARD))
             elif isinstance(stmt, If):
                 body = self.block(stmt.body) or [ast.Pass()]
                 node = ast.If(test=ast.Name(id=stmt.cond, ctx=ast.Load()), body=body, orelse=[])
@@ -104,6 +105,10 @@ class TangentSweep:
                 value: ast.expr = self._leaf_tangent(source.name, direction)
             elif isinstance(source, Var) and direction.activity.active(source.name):
                 value = ast.Name(id=direction.tangent(source.name), ctx=ast.Load())
+            elif isinstance(source, Var) and self.fn.array_mode:
+                # A constant array entering a loop that varies it: zeros of its shape
+                # (a scalar zero would not do for ``W @ d_h``).
+                value = _zeros_like(self.fn, atom_expr(source))
             else:  # a constant on this path (or a variable this path never bound)
                 value = ast.Constant(value=0.0)
             out.append(assign(direction.tangent(stmt.target), value, stmt.line, TANGENT))
@@ -170,14 +175,11 @@ class TangentSweep:
         tangents: list[ast.expr | None],
     ) -> list[ast.stmt]:
         """``np.concatenate([a, b])``: the same call on the elements' tangents."""
-        zeros = ast.Attribute(
-            value=ast.Name(id=self.fn.numpy_alias, ctx=ast.Load()), attr="zeros_like"
-        )
         elements = [
             tangent
             if tangent is not None
             else (
-                ast.Call(func=zeros, args=[atom_expr(atom)], keywords=[])
+                _zeros_like(self.fn, atom_expr(atom))
                 if isinstance(atom, Var)
                 else ast.Constant(value=0.0)
             )
@@ -317,7 +319,7 @@ def build_jvp(fn: CoreFunction, wrt: list[str]) -> TangentBody:
     sweep = TangentSweep(fn, [direction], names)
     statements = sweep.block(fn.body)
     params = [direction.tangent(p) for p in wrt]
-    tangents = [_tangent_or_zero(direction, out) for out in fn.output_names()]
+    tangents = [_tangent_or_zero(fn, direction, out) for out in fn.output_names()]
     out_tangent = tangents[0] if fn.outputs is None else ast.Tuple(elts=tangents, ctx=ast.Load())
     returns = ast.Tuple(elts=[output_value(fn), out_tangent], ctx=ast.Load())
     return TangentBody(statements, returns, params, _temporary_tangents(fn, [direction]))
@@ -344,7 +346,7 @@ def build_forward_gradient(
             one = ast.Constant(value=1.0)
             seeds.append(assign(direction.tangent(param), one, fn.def_line, TANGENT))
     statements = seeds + TangentSweep(fn, directions, names).block(fn.body)
-    partials = [_tangent_or_zero(d, fn.output) for d in directions]
+    partials = [_tangent_or_zero(fn, d, fn.output) for d in directions]
     grads = partials[0] if bare else ast.Tuple(elts=partials, ctx=ast.Load())
     if with_value:
         grads = ast.Tuple(elts=[ast.Name(id=fn.output, ctx=ast.Load()), grads], ctx=ast.Load())
@@ -360,10 +362,18 @@ def _reserved(names: NameTable, name: str) -> str:
     return name
 
 
-def _tangent_or_zero(direction: Direction, var: str) -> ast.expr:
+def _tangent_or_zero(fn: CoreFunction, direction: Direction, var: str) -> ast.expr:
     if direction.activity.active(var):
         return ast.Name(id=direction.tangent(var), ctx=ast.Load())
+    if fn.array_mode:  # a constant output: zeros of its shape, as JAX gives
+        return _zeros_like(fn, ast.Name(id=var, ctx=ast.Load()))
     return ast.Constant(value=0.0)
+
+
+def _zeros_like(fn: CoreFunction, value: ast.expr) -> ast.expr:
+    """``np.zeros_like(value)`` under the module's NumPy alias."""
+    zeros = ast.Attribute(value=ast.Name(id=fn.numpy_alias, ctx=ast.Load()), attr="zeros_like")
+    return ast.Call(func=zeros, args=[value], keywords=[])
 
 
 def _temporary_tangents(fn: CoreFunction, directions: list[Direction]) -> set[str]:

@@ -97,6 +97,8 @@ class Opaque:
 
     ``no_rule`` is None when the value is piecewise constant by nature (comparisons, ``not``);
     otherwise it is the error to raise should a derivative ever need to flow through it.
+    An ``effect`` is a call made for what it does (a check that raises), not for its value:
+    it is kept, and written as a bare call; ``target`` then names nothing that is read.
     """
 
     target: str
@@ -104,6 +106,7 @@ class Opaque:
     reads: frozenset[str]
     line: Line
     no_rule: Exception | None = None
+    effect: bool = False
 
 
 @dataclass

@@ -39,7 +39,14 @@ from .ir import (
     atom_expr,
 )
 from .iteration import IterationRewriter
-from .lower_arrays import SHAPE_FUNCTIONS, ArrayLowering, is_numpy, uses_numpy
+from .lower_arrays import (
+    SHAPE_FUNCTIONS,
+    ArrayLowering,
+    canonical_helper,
+    helper_name,
+    is_numpy,
+    uses_numpy,
+)
 from .names import NameTable, function_identifiers, user_name_table
 from .rules import Rule, RuleTable, active_rules
 from .rules.registry import lookup_rule
@@ -150,6 +157,7 @@ class Lowerer(ArrayLowering):
             self.leaf_names: dict[tuple[str, tuple[object, ...]], str] = {}
             self.leaves: dict[str, list[tuple[tuple[object, ...], str]]] = {}
             self.leaf_exprs: dict[str, ast.expr] = {}
+            self.helpers: dict[str, str] = {}  # helper functions called, by their alias
         else:  # an inlined callee shares the caller's names and module-level state
             self.names, self.math_alias = parent.names, parent.math_alias
             self.constants, self.constant_names = parent.constants, parent.constant_names
@@ -158,7 +166,7 @@ class Lowerer(ArrayLowering):
             self.array_mode, self.numpy = parent.array_mode, parent.numpy
             self.numpy_alias, self.tree_aliases = parent.numpy_alias, parent.tree_aliases
             self.leaf_names, self.leaves = parent.leaf_names, parent.leaves
-            self.leaf_exprs = parent.leaf_exprs
+            self.leaf_exprs, self.helpers = parent.leaf_exprs, parent.helpers
         self.uses_math = False
         # Set by lower_function for jacobians and jvp/vjp: a final ``return a, b`` is allowed.
         self.tuple_output = False
@@ -177,7 +185,7 @@ class Lowerer(ArrayLowering):
         body = Desugar(self.names).function_body(body)
         self.locals = set(params) | assigned_names(body)
         self.math_alias = self._choose_math_alias()
-        if uses_numpy(node, self.fs.namespace, self.locals):
+        if uses_numpy(node, self.fs.namespace, self.locals) or _generated_array_code(self.fs):
             self._enter_array_mode(params)
         for name in params:
             self.env[name] = name
@@ -206,6 +214,7 @@ class Lowerer(ArrayLowering):
             numpy_alias=self.numpy_alias,
             leaves=self.leaves,
             leaf_exprs=self.leaf_exprs,
+            helpers=self.helpers,
         )
 
     def _enter_array_mode(self, params: list[str]) -> None:
@@ -274,6 +283,12 @@ class Lowerer(ArrayLowering):
 
     def _stmt_Expr(self, stmt: ast.Expr) -> None:
         if _is_docstring(stmt):
+            return
+        if self._is_output_check(stmt.value):
+            rewritten, reads = self._rewrite_opaque(stmt.value)
+            check = Opaque(self.names.numbered("check"), rewritten, frozenset(reads), stmt.lineno)
+            check.effect = True
+            self.block.append(check)
             return
         message = messages.UNSUPPORTED_EXPRESSIONS.get(
             type(stmt.value), messages.EXPRESSION_STATEMENT
@@ -518,6 +533,9 @@ class Lowerer(ArrayLowering):
         primal = BINARY_OPERATORS.get(type(node.op))
         if self.array_mode and isinstance(node.op, ast.MatMult):
             primal = operator.matmul
+        if self.array_mode and isinstance(node.op, ast.BitAnd | ast.BitOr | ast.BitXor):
+            self._opaque(node, target)  # masks combined: piecewise constant, like comparisons
+            return
         if primal is None:
             symbol = messages.operator_symbol(node.op)
             raise self._error(UnsupportedSyntaxError, node, messages.unsupported_operator(symbol))
@@ -526,7 +544,7 @@ class Lowerer(ArrayLowering):
         self._apply(node, target, primal, args, shape)
 
     def _expr_UnaryOp(self, node: ast.UnaryOp, target: str) -> None:
-        if isinstance(node.op, ast.Not):
+        if isinstance(node.op, ast.Not) or (self.array_mode and isinstance(node.op, ast.Invert)):
             self._opaque(node, target)
             return
         primal = UNARY_OPERATORS.get(type(node.op))
@@ -596,7 +614,7 @@ class Lowerer(ArrayLowering):
             self._method_call(node, target)
             return
         callee, shown = self._callee(node.func)
-        if self.array_mode and is_numpy(callee):
+        if self.array_mode and (is_numpy(callee) or helper_name(callee)):
             if not self._numpy_call(node, target, callee, shown):
                 self._call_without_rule(node, target, callee, shown)
             return
@@ -642,6 +660,8 @@ class Lowerer(ArrayLowering):
             return callee.source()
         if isinstance(callee, types.FunctionType):
             if getattr(callee, "__module__", None) in ("math", "builtins") or is_numpy(callee):
+                return None
+            if helper_name(callee):  # a primitive of generated array code
                 return None
             return load_function(callee)
         return None
@@ -731,6 +751,9 @@ class Lowerer(ArrayLowering):
 
     def _call_without_rule(self, node: ast.Call, target: str, callee: object, shown: str) -> None:
         name = ast.unparse(node.func)
+        if helper_name(callee):  # in a generated gradient, differentiated again
+            message = messages.no_second_derivative(helper_name(callee))
+            raise self._error(NoDerivativeError, node, message)
         arities = self.rules.arities(callee)
         if self.array_mode and is_numpy(callee):
             arities = []  # array rules were tried with every arity and static arguments
@@ -868,6 +891,9 @@ class Lowerer(ArrayLowering):
         if func.id in self.locals:
             raise self._error(UnsupportedSyntaxError, func, messages.LOCAL_CALLEE)
         value = self._resolve_global(func)
+        helper = helper_name(value) if self.array_mode else None
+        if helper:  # generated array code differentiated again: its helpers are primitives
+            return canonical_helper(helper), ast.Name(id=self._helper_alias(helper), ctx=ast.Load())
         return value, self._canonical_callee(value, func)
 
     def _canonical_callee(self, value: object, node: ast.Name) -> ast.expr:
@@ -887,7 +913,7 @@ class Lowerer(ArrayLowering):
         name = getattr(value, "__name__", None)
         if name is None:
             return False
-        if self.array_mode and is_numpy(value):
+        if self.array_mode and (is_numpy(value) or helper_name(value) or value is slice):
             return True
         in_module = any(getattr(m, name, None) is value for m in RENDERABLE_MODULES.values())
         return in_module or (name in NONDIFF_BUILTINS and getattr(builtins, name) is value)
@@ -1015,6 +1041,11 @@ def _is_docstring(stmt: ast.stmt) -> bool:
 def _output_stem(function_name: str, params: list[str]) -> str:
     stem = function_name if function_name.isidentifier() else "out"
     return "out" if stem in params else stem
+
+
+def _generated_array_code(fs: FunctionSource) -> bool:
+    """A generated gradient of NumPy code (it may call only helpers, never ``np``)."""
+    return getattr(fs.origin, "adcompile_recipe", None) is not None and is_array_code(fs)
 
 
 def is_array_code(fs: FunctionSource) -> bool:

@@ -49,6 +49,18 @@ def is_numpy(value: object) -> bool:
     return module == "numpy" or module.startswith("numpy.")
 
 
+def helper_name(value: object) -> str | None:
+    """The name of a helper of ``array_helpers.py`` (or of a generated module's copy of one)."""
+    return getattr(value, "adcompile_helper", None) if callable(value) else None
+
+
+def canonical_helper(name: str) -> object:
+    """The helper function itself: the object its rules are registered for."""
+    from .rules.array_helpers import HELPERS
+
+    return HELPERS[name]
+
+
 def uses_numpy(node: ast.AST, namespace: dict[str, object], local: set[str]) -> bool:
     """True if a function is array code: it names NumPy, or uses array-only syntax.
 
@@ -131,6 +143,21 @@ def as_value(index: ast.expr) -> ast.expr:
 
 class ArrayLowering:
     """The array-mode parts of ``Lowerer`` (see the module docstring)."""
+
+    # ----- generated code read again (hessian, grad of grad) ------------------------------
+    def _helper_alias(self, name: str) -> str:
+        """This module's name for a helper function (allocated on first use)."""
+        if name not in self.helpers:
+            self.helpers[name] = self.names.fresh(name)
+        return self.helpers[name]
+
+    def _is_output_check(self, expr: ast.expr) -> bool:
+        """``check_scalar(f)``: a generated gradient's check that its function returned a scalar."""
+        if not (self.array_mode and isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name)):
+            return False
+        if expr.func.id in self.locals:
+            return False
+        return helper_name(self._resolve_global(expr.func)) == "check_scalar"
 
     # ----- rules -------------------------------------------------------------------------
     def _array_rule(self, node: ast.Call, callee: object, n_args: int) -> Rule | None:

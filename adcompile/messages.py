@@ -272,15 +272,29 @@ def unsupported_attribute(attr: str) -> str:
     )
 
 
-HESSIAN_ARRAYS = (
-    "hessian does not support NumPy code yet: the generated gradient's helper functions "
-    "have no tangent rules; use jacobian of a hand-written gradient, or finite differences"
-)
 EXPLAIN_ARRAYS = (
     "explain walks through functions of numbers; this one uses NumPy arrays "
     "(adcompile dump shows its gradient)"
 )
-HIGHER_ORDER_ARRAYS = (
-    "differentiating a generated NumPy gradient again (grad of grad, hessian) is not "
-    "supported yet: its helper functions have no derivative rules"
-)
+
+
+# What a generated gradient's helper computes, for the helpers with no derivative rule.
+_HELPER_ORIGINS = {
+    "prod_adjoint": "the gradient of np.prod",
+    "split_adjoint": "the gradient of np.concatenate",
+    "gradient_like": (
+        "the gradient of a structured parameter, or of an array indexed by constant keys "
+        "(x[0], params['W'])"
+    ),
+    "forward_gradient": "a forward-mode gradient of NumPy code (use reverse mode, the default)",
+}
+
+
+def no_second_derivative(helper: str) -> str:
+    """A generated gradient differentiated again through a helper that has no rule."""
+    origin = _HELPER_ORIGINS.get(helper, f"the helper `{helper}`")
+    return (
+        f"second derivatives through {origin} are not supported yet "
+        "(hessian and grad of grad differentiate the generated gradient, which calls "
+        f"`{helper}` here)"
+    )

@@ -202,6 +202,13 @@ def assign(target: str, value: ast.expr, line: int, sweep: str) -> ast.stmt:
     return tag(ast.Assign(targets=[_name(target, True)], value=value, lineno=line), line, sweep)
 
 
+def opaque_statement(stmt: Opaque, sweep: str) -> ast.stmt:
+    """``target = expr`` for a value without derivative; a bare call for an effect."""
+    if stmt.effect:
+        return tag(ast.Expr(value=clone(stmt.expr)), stmt.line, sweep)
+    return assign(stmt.target, clone(stmt.expr), stmt.line, sweep)
+
+
 # ----- forward sweep ---------------------------------------------------------------------
 def forward_sweep(block: list[Stmt], records: Records | None = None) -> list[ast.stmt]:
     """The primal computation in core form, as Python statements.
@@ -219,7 +226,7 @@ def forward_sweep(block: list[Stmt], records: Records | None = None) -> list[ast
             value = clone(stmt.render) if stmt.render is not None else atom_expr(stmt.source)
             out.append(assign(stmt.target, value, stmt.line, FORWARD))
         elif isinstance(stmt, Opaque):
-            out.append(assign(stmt.target, clone(stmt.expr), stmt.line, FORWARD))
+            out.append(opaque_statement(stmt, FORWARD))
         elif isinstance(stmt, If):
             body = forward_sweep(stmt.body, records) + records.push(stmt.body, stmt.line)
             orelse = forward_sweep(stmt.orelse, records) + records.push(stmt.orelse, stmt.line)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import adcompile
-from adcompile import AdcompileError, NoDerivativeError, UnsupportedSyntaxError, grad
+from adcompile import NoDerivativeError, UnsupportedSyntaxError, grad
 from tests.array_reference import (
     assert_grads_close,
     call_without_mutation,
@@ -278,13 +278,6 @@ def test_jacobian_of_an_array_output_matches_central_differences() -> None:
             np.testing.assert_allclose(partial[(slice(None), *index)], column, rtol=1e-6, atol=1e-9)
     bare = adcompile.jacobian(layer, wrt="W")(*args)
     np.testing.assert_array_equal(bare, jac[1])
-
-
-def test_transforms_not_built_for_arrays_say_so() -> None:
-    with pytest.raises(AdcompileError, match="hessian does not support NumPy"):
-        adcompile.hessian(lambda x: np.sum(x**3))
-    with pytest.raises(AdcompileError, match="generated NumPy gradient again"):
-        grad(grad(lambda x: np.sum(x**3)))
 
 
 def test_forward_mode_jacobian_of_arrays_matches_reverse_mode() -> None:

@@ -34,6 +34,12 @@ def unbroadcast(g, x):
     return g
 
 
+def rebroadcast(g, like):
+    """The transpose of ``unbroadcast(like, x)``: ``g`` spread back over ``like``'s shape."""
+    shape = np.broadcast_shapes(np.shape(g), np.shape(like))
+    return unbroadcast(np.broadcast_to(g, shape), like)
+
+
 def scatter(g, x, index):
     """The adjoint of ``x[index]``: ``g`` added at ``index`` into zeros shaped like ``x``."""
     if isinstance(x, dict | list | tuple):
@@ -64,6 +70,15 @@ def extreme_adjoint(g, x, result, axis, keepdims):
     result = restore_axes(result, x, axis, keepdims)
     hits = x == result
     return hits * (restore_axes(g, x, axis, keepdims) / np.sum(hits, axis=axis, keepdims=True))
+
+
+def extreme_tangent(g, x, result, axis, keepdims):
+    """``g`` averaged over the tied extremes of ``x``: the tangent of ``np.max``/``np.min``.
+
+    It is also the transpose of ``extreme_adjoint`` in its first argument.
+    """
+    weights = extreme_adjoint(np.ones_like(result), x, result, axis, keepdims)
+    return np.sum(weights * g, axis=axis, keepdims=keepdims)
 
 
 def prod_adjoint(g, x, axis, keepdims):
@@ -121,22 +136,37 @@ def split_adjoint(g, arrays, axis):
     return np.split(g, ends, axis=axis)
 
 
-def contraction_adjoint(g, a, b, a_axis, b_axis, of_b):
-    """The adjoint of ``a`` (or of ``b``) in ``np.tensordot(a, b, axes=(a_axis, b_axis))``.
+def contraction(a, b, a_axis, b_axis):
+    """``np.tensordot(a, b, axes=(a_axis, b_axis))``, or the product when either is a scalar.
 
     ``np.dot`` contracts the last axis of ``a`` with the second-to-last of ``b`` (the last
     if ``b`` is a vector); ``np.inner`` contracts the last axes of both.
     """
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return a * b
+    return np.tensordot(a, b, axes=(a_axis, b_axis))
+
+
+def contraction_adjoint_a(g, a, b, a_axis, b_axis):
+    """The adjoint of ``a`` in ``contraction(a, b, a_axis, b_axis)``."""
     na, nb = np.ndim(a), np.ndim(b)
     if na == 0 or nb == 0:  # a scalar operand multiplies
-        return unbroadcast(g * (a if of_b else b), b if of_b else a)
-    a_axis, b_axis = a_axis % na, b_axis % nb
-    if of_b:  # sum over the free axes of a, then put the contracted axis back in place
-        out = np.tensordot(a, g, axes=([i for i in range(na) if i != a_axis], list(range(na - 1))))
-        return np.moveaxis(out, 0, b_axis)
+        return unbroadcast(g * b, a)
+    b_axis = b_axis % nb
     g_axes = list(range(na - 1, na - 1 + nb - 1))
     out = np.tensordot(g, b, axes=(g_axes, [j for j in range(nb) if j != b_axis]))
-    return np.moveaxis(out, -1, a_axis)
+    return np.moveaxis(out, -1, a_axis % na)
+
+
+def contraction_adjoint_b(g, a, b, a_axis, b_axis):
+    """The adjoint of ``b`` in ``contraction(a, b, a_axis, b_axis)``."""
+    na, nb = np.ndim(a), np.ndim(b)
+    if na == 0 or nb == 0:
+        return unbroadcast(g * a, b)
+    a_axis = a_axis % na
+    # Sum over the free axes of a, then put the contracted axis back in place.
+    out = np.tensordot(a, g, axes=([i for i in range(na) if i != a_axis], list(range(na - 1))))
+    return np.moveaxis(out, 0, b_axis % nb)
 
 
 def trace_adjoint(g, x):
@@ -216,9 +246,9 @@ def check_scalar(value):
 def forward_jacobian(jvp, args, wrt):
     """``(value, partials)`` by forward mode: one ``jvp`` call per element of each argument.
 
-    Each partial has the shape ``value.shape + argument.shape``. Forward mode carries one
-    direction per pass, so an array of n elements takes n passes; reverse mode takes one per
-    output element.
+    Each partial has the shape ``value.shape + argument.shape`` (for a tuple value, a tuple
+    of such arrays, one per element). Forward mode carries one direction per pass, so an
+    array of n elements takes n passes; reverse mode takes one per output element.
     """
     if any(isinstance(args[k], dict | list | tuple) for k in wrt):
         raise TypeError(
@@ -235,10 +265,18 @@ def forward_jacobian(jvp, args, wrt):
             if np.ndim(args[k]):
                 tangents[position].flat[i] = 1.0
             value, slope = jvp(*args, *tangents)
-            columns.append(np.asarray(slope))
-        stacked = np.stack(columns, axis=-1)
-        partials.append(stacked.reshape(stacked.shape[:-1] + np.shape(args[k])))
+            columns.append(slope)
+        partials.append(_stacked(columns, np.shape(args[k])))
     return value, partials
+
+
+def _stacked(columns, shape):
+    """Derivatives along each element of an input of ``shape``, as one array of the output's
+    shape followed by ``shape`` (a tuple of arrays for a tuple output)."""
+    if isinstance(columns[0], tuple):
+        return tuple(_stacked(list(column), shape) for column in zip(*columns, strict=True))
+    stacked = np.stack([np.asarray(column) for column in columns], axis=-1)
+    return stacked.reshape(stacked.shape[:-1] + shape)
 
 
 def forward_gradient(jvp, args, wrt, bare, with_value):
@@ -253,37 +291,52 @@ def forward_gradient(jvp, args, wrt, bare, with_value):
 HELPERS = {
     "unbroadcast": unbroadcast,
     "scatter": scatter,
+    "rebroadcast": rebroadcast,
     "restore_axes": restore_axes,
     "extreme_adjoint": extreme_adjoint,
+    "extreme_tangent": extreme_tangent,
     "prod_adjoint": prod_adjoint,
     "matmul_adjoint_a": matmul_adjoint_a,
     "matmul_adjoint_b": matmul_adjoint_b,
     "split_adjoint": split_adjoint,
-    "contraction_adjoint": contraction_adjoint,
+    "contraction": contraction,
+    "contraction_adjoint_a": contraction_adjoint_a,
+    "contraction_adjoint_b": contraction_adjoint_b,
     "trace_adjoint": trace_adjoint,
     "gradient_like": gradient_like,
     "_merged": _merged,
     "_add_parts": _add_parts,
     "check_scalar": check_scalar,
+    "_stacked": _stacked,
     "forward_jacobian": forward_jacobian,
     "forward_gradient": forward_gradient,
 }
+for _name, _helper in HELPERS.items():
+    # Generated modules' copies carry the same tag (``api.py``): the compiler reads their
+    # calls as primitives with the rules of ``helper_rules.py``.
+    _helper.adcompile_helper = _name
+
 # The helpers each helper calls: copying one into a module copies these too.
 HELPER_DEPENDENCIES = {
     "unbroadcast": (),
     "scatter": (),
+    "rebroadcast": ("unbroadcast",),
     "restore_axes": (),
     "extreme_adjoint": ("restore_axes",),
+    "extreme_tangent": ("extreme_adjoint",),
     "prod_adjoint": ("restore_axes",),
     "matmul_adjoint_a": ("unbroadcast",),
     "matmul_adjoint_b": ("unbroadcast",),
     "split_adjoint": (),
-    "contraction_adjoint": ("unbroadcast",),
+    "contraction": (),
+    "contraction_adjoint_a": ("unbroadcast",),
+    "contraction_adjoint_b": ("unbroadcast",),
     "trace_adjoint": (),
     "gradient_like": ("unbroadcast", "_merged", "_add_parts"),
     "_merged": (),
     "_add_parts": (),
     "check_scalar": (),
-    "forward_jacobian": (),
+    "_stacked": (),
+    "forward_jacobian": ("_stacked",),
     "forward_gradient": ("forward_jacobian", "unbroadcast", "check_scalar"),
 }

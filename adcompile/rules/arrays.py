@@ -18,8 +18,10 @@ import operator
 import numpy as np
 
 from .array_helpers import (
-    contraction_adjoint,
+    contraction_adjoint_a,
+    contraction_adjoint_b,
     extreme_adjoint,
+    extreme_tangent,
     matmul_adjoint_a,
     matmul_adjoint_b,
     prod_adjoint,
@@ -257,14 +259,14 @@ def prod(x, result, g, *, axis=None, keepdims=False):
 @array_rule(np.dot)
 def dot(a, b, result, g):
     return (
-        contraction_adjoint(g, a, b, -1, -2 if np.ndim(b) > 1 else -1, False),
-        contraction_adjoint(g, a, b, -1, -2 if np.ndim(b) > 1 else -1, True),
+        contraction_adjoint_a(g, a, b, -1, -2 if np.ndim(b) > 1 else -1),
+        contraction_adjoint_b(g, a, b, -1, -2 if np.ndim(b) > 1 else -1),
     )
 
 
 @array_rule(np.inner)
 def inner(a, b, result, g):
-    return contraction_adjoint(g, a, b, -1, -1, False), contraction_adjoint(g, a, b, -1, -1, True)
+    return contraction_adjoint_a(g, a, b, -1, -1), contraction_adjoint_b(g, a, b, -1, -1)
 
 
 @array_rule(np.outer)
@@ -287,6 +289,31 @@ def transpose(x, result, g, *, axes=None):
 @array_rule(np.reshape)
 def reshape(x, result, g, *, shape):
     return np.reshape(g, np.shape(x))
+
+
+@array_rule(np.ravel)
+def ravel(x, result, g):
+    return np.reshape(g, np.shape(x))
+
+
+@array_rule(np.moveaxis)
+def moveaxis(x, result, g, *, source, destination):
+    return np.moveaxis(g, destination, source)
+
+
+@array_rule(np.swapaxes)
+def swapaxes(x, result, g, *, axis1, axis2):
+    return np.swapaxes(g, axis1, axis2)
+
+
+@array_rule(np.expand_dims)
+def expand_dims(x, result, g, *, axis):
+    return np.reshape(g, np.shape(x))
+
+
+@array_rule(np.full)
+def full(shape, fill, result, g):
+    return None, unbroadcast(g, fill)
 
 
 @array_rule(np.linalg.norm)
@@ -364,8 +391,7 @@ def mean_tangent(x, result, g, *, axis=None, keepdims=False):
 
 @array_tangent(np.max)
 def max_tangent(x, result, g, *, axis=None, keepdims=False):
-    weights = extreme_adjoint(np.ones_like(result), x, result, axis, keepdims)
-    return np.sum(weights * g, axis=axis, keepdims=keepdims)
+    return extreme_tangent(g, x, result, axis, keepdims)
 
 
 array_tangent(np.min)(max_tangent)
@@ -413,6 +439,31 @@ def transpose_tangent(x, result, g, *, axes=None):
 @array_tangent(np.reshape)
 def reshape_tangent(x, result, g, *, shape):
     return np.reshape(g, shape)
+
+
+@array_tangent(np.ravel)
+def ravel_tangent(x, result, g):
+    return np.ravel(g)
+
+
+@array_tangent(np.moveaxis)
+def moveaxis_tangent(x, result, g, *, source, destination):
+    return np.moveaxis(g, source, destination)
+
+
+@array_tangent(np.swapaxes)
+def swapaxes_tangent(x, result, g, *, axis1, axis2):
+    return np.swapaxes(g, axis1, axis2)
+
+
+@array_tangent(np.expand_dims)
+def expand_dims_tangent(x, result, g, *, axis):
+    return np.expand_dims(g, axis)
+
+
+@array_tangent(np.full)
+def full_tangent(shape, fill, result, g):
+    return None, np.full(shape, g)
 
 
 @array_tangent(np.linalg.norm)

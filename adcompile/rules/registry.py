@@ -221,7 +221,7 @@ def array_tangent(primal: object, *, variadic: bool = False) -> Decorator:
 
 def array_rules() -> RuleTable:
     """The array-mode rule table, its rules registered (this imports NumPy)."""
-    from . import arrays  # noqa: F401 -- importing registers the rules
+    from . import arrays, helper_rules  # noqa: F401 -- importing registers the rules
 
     return ARRAY_RULES
 

@@ -1,0 +1,161 @@
+"""Rules for the helpers that generated array code calls, so that it can be differentiated again.
+
+``hessian`` and ``grad(grad(f))`` feed a generated gradient back into the compiler. Its calls
+of ``unbroadcast``, ``matmul_adjoint_a`` and the other helpers of ``array_helpers.py`` are
+primitives there, with the rules below. Each helper is linear in its first argument (the
+adjoint it transforms), so its adjoint in that argument is its transpose: the primal
+operation it came from, read backwards (``<A(g), c> == <g, M(c)>``). The matmul and
+contraction adjoints are bilinear, so the other operand has an adjoint too. An argument
+passed only for its shape (``unbroadcast(g, x)``'s ``x``) has none, and neither do the
+positions of the extremes in ``extreme_adjoint``: they are piecewise constant.
+
+``prod_adjoint``, ``split_adjoint`` and ``gradient_like`` have no rules: second derivatives
+through ``np.prod``, ``np.concatenate`` or a structured parameter are not supported, and the
+compiler says so where the derivative would be needed.
+"""
+
+import numpy as np
+
+from .array_helpers import (
+    contraction,
+    contraction_adjoint_a,
+    contraction_adjoint_b,
+    extreme_adjoint,
+    extreme_tangent,
+    matmul_adjoint_a,
+    matmul_adjoint_b,
+    rebroadcast,
+    scatter,
+    trace_adjoint,
+    unbroadcast,
+)
+from .registry import array_rule, array_tangent
+
+
+@array_rule(unbroadcast)
+def unbroadcast_rule(part, like, result, g):
+    return rebroadcast(g, part), None
+
+
+@array_tangent(unbroadcast)
+def unbroadcast_tangent(part, like, result, g):
+    return unbroadcast(g, like), None
+
+
+@array_rule(rebroadcast)
+def rebroadcast_rule(part, like, result, g):
+    return unbroadcast(g, part), None
+
+
+@array_tangent(rebroadcast)
+def rebroadcast_tangent(part, like, result, g):
+    return rebroadcast(g, like), None
+
+
+@array_rule(scatter)
+def scatter_rule(part, x, result, g, *, index):
+    return g[index], None
+
+
+@array_tangent(scatter)
+def scatter_tangent(part, x, result, g, *, index):
+    return scatter(g, x, index), None
+
+
+@array_rule(extreme_adjoint)
+def extreme_adjoint_rule(part, x, extreme, result, g, *, axis, keepdims):
+    return extreme_tangent(g, x, extreme, axis, keepdims), None, None
+
+
+@array_tangent(extreme_adjoint)
+def extreme_adjoint_tangent(part, x, extreme, result, g, *, axis, keepdims):
+    return extreme_adjoint(g, x, extreme, axis, keepdims), None, None
+
+
+@array_rule(extreme_tangent)
+def extreme_tangent_rule(part, x, extreme, result, g, *, axis, keepdims):
+    return extreme_adjoint(g, x, extreme, axis, keepdims), None, None
+
+
+@array_tangent(extreme_tangent)
+def extreme_tangent_tangent(part, x, extreme, result, g, *, axis, keepdims):
+    return extreme_tangent(g, x, extreme, axis, keepdims), None, None
+
+
+@array_rule(matmul_adjoint_a)
+def matmul_adjoint_a_rule(part, a, b, result, g):
+    return np.matmul(g, b), None, matmul_adjoint_b(part, g, b)
+
+
+@array_tangent(matmul_adjoint_a)
+def matmul_adjoint_a_tangent(part, a, b, result, g):
+    return matmul_adjoint_a(g, a, b), None, matmul_adjoint_a(part, a, g)
+
+
+@array_rule(matmul_adjoint_b)
+def matmul_adjoint_b_rule(part, a, b, result, g):
+    return np.matmul(a, g), matmul_adjoint_a(part, a, g), None
+
+
+@array_tangent(matmul_adjoint_b)
+def matmul_adjoint_b_tangent(part, a, b, result, g):
+    return matmul_adjoint_b(g, a, b), matmul_adjoint_b(part, g, b), None
+
+
+@array_rule(contraction)
+def contraction_rule(a, b, result, g, *, a_axis, b_axis):
+    return (
+        contraction_adjoint_a(g, a, b, a_axis, b_axis),
+        contraction_adjoint_b(g, a, b, a_axis, b_axis),
+    )
+
+
+@array_tangent(contraction)
+def contraction_tangent(a, b, result, g, *, a_axis, b_axis):
+    return contraction(g, b, a_axis, b_axis), contraction(a, g, a_axis, b_axis)
+
+
+@array_rule(contraction_adjoint_a)
+def contraction_adjoint_a_rule(part, a, b, result, g, *, a_axis, b_axis):
+    return (
+        contraction(g, b, a_axis, b_axis),
+        None,
+        contraction_adjoint_b(part, g, b, a_axis, b_axis),
+    )
+
+
+@array_tangent(contraction_adjoint_a)
+def contraction_adjoint_a_tangent(part, a, b, result, g, *, a_axis, b_axis):
+    return (
+        contraction_adjoint_a(g, a, b, a_axis, b_axis),
+        None,
+        contraction_adjoint_a(part, a, g, a_axis, b_axis),
+    )
+
+
+@array_rule(contraction_adjoint_b)
+def contraction_adjoint_b_rule(part, a, b, result, g, *, a_axis, b_axis):
+    return (
+        contraction(a, g, a_axis, b_axis),
+        contraction_adjoint_a(part, a, g, a_axis, b_axis),
+        None,
+    )
+
+
+@array_tangent(contraction_adjoint_b)
+def contraction_adjoint_b_tangent(part, a, b, result, g, *, a_axis, b_axis):
+    return (
+        contraction_adjoint_b(g, a, b, a_axis, b_axis),
+        contraction_adjoint_b(part, g, b, a_axis, b_axis),
+        None,
+    )
+
+
+@array_rule(trace_adjoint)
+def trace_adjoint_rule(part, x, result, g):
+    return np.trace(g), None
+
+
+@array_tangent(trace_adjoint)
+def trace_adjoint_tangent(part, x, result, g):
+    return trace_adjoint(g, x), None

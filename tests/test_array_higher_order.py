@@ -1,0 +1,233 @@
+"""Second and third derivatives of NumPy code: ``hessian`` and ``grad`` of a generated gradient.
+
+A generated array gradient calls helpers (``unbroadcast``, ``matmul_adjoint_a``, ...); read
+back by the compiler they are primitives with rules of their own (``rules/helper_rules.py``).
+Every corpus function (``tests/corpus/arrays.py``) whose second derivative is supported gets
+its Hessian checked against Richardson-refined central differences of a gradient that is
+itself verified: the hand-written backward where the corpus has one, else adcompile's
+first-order gradient (checked against differences of the function in
+``test_array_gradients.py``). The functions whose second derivatives are not supported must
+say so at compile time. Mixed and third derivatives are checked against closed forms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+import adcompile
+from adcompile import NoDerivativeError, grad, hessian
+from tests.corpus.arrays import CASES, ArrayCase
+from tests.test_array_gradients import _loop_cases
+
+# Corpus functions whose second derivative goes through something without a second-order
+# rule, and what the compile-time error names.
+UNSUPPORTED = {
+    "product_all": "np.prod",
+    "product_rows": "np.prod",
+    "concatenates": "np.concatenate",
+    "index_int": "indexed by constant keys",
+    "array_from_elements": "indexed by constant keys",
+    "argmax_picks_other": "indexed by constant keys",
+}
+
+
+def _args(case: ArrayCase) -> tuple[Any, ...]:
+    """The case's inputs, drawn from a generator seeded by its name."""
+    return case.make_args(np.random.default_rng([9, sum(case.name.encode())]))
+
+
+def _structured(case: ArrayCase, args: tuple[Any, ...]) -> bool:
+    """True if some differentiated parameter is a dict, list or tuple."""
+    return any(isinstance(args[k], dict | list | tuple) for k in case.wrt)
+
+
+PLAIN = [c for c in CASES if not _structured(c, _args(c))]
+SUPPORTED = [c for c in PLAIN if c.name not in UNSUPPORTED]
+
+
+def _replaced(args: Sequence[Any], k: int, index: tuple[int, ...], delta: float) -> list[Any]:
+    """``args`` with element ``index`` of argument ``k`` moved by ``delta`` (float64)."""
+    moved = list(args)
+    value = np.array(args[k], dtype=np.float64)
+    value[index] += delta
+    moved[k] = value if np.ndim(args[k]) else float(value)
+    return moved
+
+
+def hessian_by_differences(
+    gradient: Callable[..., Any], args: Sequence[Any], wrt: Sequence[int]
+) -> list[list[np.ndarray]]:
+    """Blocks ``H[i][j]`` (shape ``wrt_i + wrt_j``) by Richardson-refined central differences
+    of ``gradient`` (which returns one partial per ``wrt`` index)."""
+    blocks: list[list[list[np.ndarray]]] = [[[] for _ in wrt] for _ in wrt]
+    for j, k in enumerate(wrt):
+        for index in np.ndindex(np.shape(args[k])):
+            h = 1e-4 * max(1.0, abs(float(np.asarray(args[k])[index])))
+
+            def central(step: float, k: int = k, index: tuple[int, ...] = index) -> list:
+                plus = gradient(*_replaced(args, k, index, step))
+                minus = gradient(*_replaced(args, k, index, -step))
+                return [(np.asarray(p, float) - np.asarray(m, float)) / (2 * step)
+                        for p, m in zip(plus, minus, strict=True)]  # fmt: skip
+
+            coarse, fine = central(h), central(h / 2)
+            for i in range(len(wrt)):
+                blocks[i][j].append((4 * fine[i] - coarse[i]) / 3)
+    return [
+        [
+            np.moveaxis(np.stack(columns), 0, -1).reshape(
+                np.shape(args[wrt[i]]) + np.shape(args[k])
+            )
+            for columns, k in zip(row, wrt, strict=True)
+        ]
+        for i, row in enumerate(blocks)
+    ]
+
+
+def _as_blocks(result: Any) -> list[list[Any]]:
+    """A Hessian result for a tuple ``wrt`` (a tuple of rows) as a list of lists of blocks."""
+    return [list(row) for row in result]
+
+
+def _reference_gradient(case: ArrayCase) -> Callable[..., Any]:
+    """The hand-written backward, or else adcompile's verified first-order gradient."""
+    if case.grad is not None:
+        return case.grad
+    compiled = grad(case.fn, wrt=tuple(case.wrt))
+    return lambda *args: compiled(*args) if len(case.wrt) > 1 else (compiled(*args),)
+
+
+def _tolerance(args: Sequence[Any]) -> dict[str, float]:
+    """float32 inputs: compare to float32 precision."""
+    single = any(getattr(a, "dtype", None) == np.float32 for a in args)
+    return {"rtol": 2e-3, "atol": 2e-3} if single else {"rtol": 1e-6, "atol": 1e-6}
+
+
+@pytest.mark.parametrize("case", SUPPORTED, ids=[c.name for c in SUPPORTED])
+def test_hessian_matches_differences_of_a_verified_gradient(case: ArrayCase) -> None:
+    args = _args(case)
+    wrt = tuple(case.wrt)
+    got = _as_blocks(hessian(case.fn, wrt=wrt)(*args))
+    expected = hessian_by_differences(_reference_gradient(case), args, wrt)
+    for i in range(len(wrt)):
+        for j in range(len(wrt)):
+            assert np.shape(got[i][j]) == expected[i][j].shape, (i, j)
+            np.testing.assert_allclose(got[i][j], expected[i][j], **_tolerance(args))
+
+
+@pytest.mark.parametrize("case", SUPPORTED, ids=[c.name for c in SUPPORTED])
+def test_hessian_blocks_are_symmetric(case: ArrayCase) -> None:
+    args = _args(case)
+    wrt = tuple(case.wrt)
+    blocks = _as_blocks(hessian(case.fn, wrt=wrt)(*args))
+    for i, k in enumerate(wrt):
+        for j, m in enumerate(wrt):
+            n_i, n_j = np.size(args[k]), np.size(args[m])
+            left = np.reshape(blocks[i][j], (n_i, n_j))
+            right = np.reshape(blocks[j][i], (n_j, n_i))
+            np.testing.assert_allclose(left, right.T, **_tolerance(args))
+
+
+@pytest.mark.parametrize("case", [c for c in PLAIN if c.name in UNSUPPORTED], ids=lambda c: c.name)
+def test_unsupported_second_derivatives_fail_at_compile_time(case: ArrayCase) -> None:
+    with pytest.raises(NoDerivativeError, match="second derivatives through") as caught:
+        hessian(case.fn, wrt=tuple(case.wrt))
+    assert UNSUPPORTED[case.name] in str(caught.value)
+
+
+def test_hessian_of_a_structured_parameter_says_so() -> None:
+    structured = [c for c in CASES if _structured(c, _args(c))]
+    assert structured
+    with pytest.raises(NoDerivativeError, match="structured parameter"):
+        hessian(structured[0].fn, wrt=tuple(structured[0].wrt))
+
+
+@pytest.mark.parametrize(
+    ("fn", "args", "wrt"), _loop_cases(), ids=lambda v: getattr(v, "__name__", "")
+)
+def test_hessian_through_loops_and_branches(fn, args, wrt) -> None:
+    got = _as_blocks(hessian(fn, wrt=wrt)(*args))
+    expected = hessian_by_differences(grad(fn, wrt=wrt), args, wrt)
+    for i in range(len(wrt)):
+        for j in range(len(wrt)):
+            np.testing.assert_allclose(got[i][j], expected[i][j], rtol=1e-6, atol=1e-6)
+
+
+# ----- grad of grad, mixed partials and third derivatives, against closed forms -------------
+def sine_sum(s, x):
+    return np.sum(np.sin(s * x) * x)
+
+
+def test_second_and_third_derivatives_in_a_scalar_parameter() -> None:
+    x = np.random.default_rng(3).normal(size=5)
+    s = 0.7
+    d1 = grad(sine_sum, wrt="s")
+    d2 = grad(d1, wrt="s")
+    d3 = grad(d2, wrt="s")
+    np.testing.assert_allclose(d1(s, x), np.sum(x * x * np.cos(s * x)), rtol=1e-12)
+    np.testing.assert_allclose(d2(s, x), -np.sum(x**3 * np.sin(s * x)), rtol=1e-12)
+    np.testing.assert_allclose(d3(s, x), -np.sum(x**4 * np.cos(s * x)), rtol=1e-12)
+
+
+def test_mixed_partials_of_array_code() -> None:
+    x = np.random.default_rng(4).normal(size=5)
+    s = -0.4
+    mixed = grad(grad(sine_sum, wrt="s"), wrt="x")(s, x)
+    expected = 2 * x * np.cos(s * x) - s * x * x * np.sin(s * x)
+    np.testing.assert_allclose(mixed, expected, rtol=1e-12, atol=1e-15)
+    both = hessian(sine_sum)(s, x)
+    np.testing.assert_allclose(both[0][1], expected, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(both[1][0], expected, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(both[0][0], -np.sum(x**3 * np.sin(s * x)), rtol=1e-12)
+
+
+def quadratic_form(A, x):
+    return x @ A @ x + np.sum(np.tanh(A))
+
+
+def test_hessian_of_a_quadratic_form_is_a_plus_a_transpose() -> None:
+    rng = np.random.default_rng(5)
+    A, x = rng.normal(size=(4, 4)), rng.normal(size=4)
+    np.testing.assert_allclose(hessian(quadratic_form, wrt="x")(A, x), A + A.T, rtol=1e-13)
+    # d2/dA2 of sum(tanh(A)) is diagonal: -2 tanh(a) (1 - tanh(a)^2) per element.
+    t = np.tanh(A)
+    expected = np.diag((-2 * t * (1 - t * t)).ravel()).reshape(4, 4, 4, 4)
+    np.testing.assert_allclose(hessian(quadratic_form, wrt="A")(A, x), expected, atol=1e-13)
+
+
+def test_grad_of_an_array_valued_gradient_says_to_reduce() -> None:
+    second = grad(grad(lambda x: np.sum(x**3)))
+    with pytest.raises(TypeError, match="returning a scalar"):
+        second(np.ones(3))
+
+
+def test_hessian_dump_is_a_standalone_module() -> None:
+    text = hessian(quadratic_form, wrt="x").source
+    assert "adcompile" not in text.split("\n", 2)[2]  # past the header comment
+    namespace: dict[str, Any] = {}
+    exec(compile(text, "<hessian dump>", "exec"), namespace)
+    jvp_of_grad = next(v for k, v in namespace.items() if k.endswith("_grad_jvp"))
+    rng = np.random.default_rng(6)
+    A, x, u = rng.normal(size=(4, 4)), rng.normal(size=4), rng.normal(size=4)
+    _, column = jvp_of_grad(A, x, u)
+    np.testing.assert_allclose(column, (A + A.T) @ u, rtol=1e-13)
+
+
+def test_hessian_of_float32_code_stays_float32() -> None:
+    x = np.linspace(-1, 1, 4, dtype=np.float32)
+    h = hessian(lambda x: np.sum(np.sin(x) * x))(x)
+    assert h.dtype == np.float32
+    np.testing.assert_allclose(h, np.diag(2 * np.cos(x) - x * np.sin(x)), rtol=1e-5, atol=1e-6)
+
+
+def test_jvp_of_a_generated_gradient_names_stay_fresh() -> None:
+    def f(x, unbroadcast, b_x):
+        return np.sum(x * unbroadcast * b_x)
+
+    jac = adcompile.jacobian(grad(f, wrt="x"), wrt="unbroadcast", mode="forward")
+    x, u, b = np.ones(3), np.arange(3.0), np.full(3, 2.0)
+    np.testing.assert_allclose(jac(x, u, b), np.diag(b), rtol=0, atol=0)
