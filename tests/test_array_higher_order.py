@@ -132,6 +132,18 @@ def test_hessian_blocks_are_symmetric(case: ArrayCase) -> None:
             np.testing.assert_allclose(left, right.T, **_tolerance(args))
 
 
+ARRAY_FIRST = [c for c in SUPPORTED if np.ndim(_args(c)[c.wrt[0]]) > 0]
+
+
+@pytest.mark.parametrize("case", ARRAY_FIRST, ids=[c.name for c in ARRAY_FIRST])
+def test_reverse_over_reverse_agrees_with_forward_over_reverse(case: ArrayCase) -> None:
+    """``jacobian(grad(f))`` in reverse mode runs the helpers' transposes; hessian, tangents."""
+    args = _args(case)
+    k = case.wrt[0]
+    by_vjps = adcompile.jacobian(grad(case.fn, wrt=k), wrt=k)(*args)
+    np.testing.assert_allclose(by_vjps, hessian(case.fn, wrt=k)(*args), **_tolerance(args))
+
+
 @pytest.mark.parametrize("case", [c for c in PLAIN if c.name in UNSUPPORTED], ids=lambda c: c.name)
 def test_unsupported_second_derivatives_fail_at_compile_time(case: ArrayCase) -> None:
     with pytest.raises(NoDerivativeError, match="second derivatives through") as caught:
