@@ -6,9 +6,12 @@ pairs every rule of the array table with check cases (shapes, broadcasting, stat
 value domains); a rule added without a case fails ``test_every_array_rule_has_a_case`` by
 name. Each case checks the template as a vector-Jacobian product against central finite
 differences, the unbroadcast contract (each adjoint has its argument's shape) and that the
-template leaves its inputs alone. The elementwise rules are also checked on scalars against
-``sympy.diff``, a few against float32 inputs, and the helpers of ``array_helpers.py`` have
-unit tests of their own.
+template leaves its inputs alone. The helpers that generated gradient code calls
+(``unbroadcast``, ``matmul_adjoint_a``, ...) have rules too (``hessian`` differentiates that
+code again) and cases here; their arguments depend on each other (an adjoint shaped like a
+result), so those cases draw the whole argument list (``Case.make``). The elementwise rules
+are also checked on scalars against ``sympy.diff``, a few against float32 inputs, and the
+helpers of ``array_helpers.py`` have unit tests of their own.
 
 A case marked ``xfail`` (strict) records a known defect of a rule: the case fails today, and
 will report XPASS, failing the run, once the rule is fixed and the mark must go.
@@ -31,10 +34,18 @@ import pytest
 from adcompile.rules import RuleTable
 from adcompile.rules.array_helpers import (
     check_scalar,
+    contraction,
+    contraction_adjoint_a,
+    contraction_adjoint_b,
     extreme_adjoint,
+    extreme_tangent,
     gradient_like,
+    matmul_adjoint_a,
+    matmul_adjoint_b,
     prod_adjoint,
+    rebroadcast,
     scatter,
+    trace_adjoint,
     unbroadcast,
 )
 from adcompile.rules.registry import Rule, array_rules
@@ -154,21 +165,30 @@ NONZERO = signed(0.5, 2.0)
 # ----- check cases ---------------------------------------------------------------------------
 
 
+Make = Callable[[np.random.Generator], list[Any]]
+
+
 @dataclass(frozen=True)
 class Case:
     """One way to call a rule: argument shapes and domains, static arguments, what to check."""
 
     label: str
-    shapes: tuple[Shape, ...]
+    shapes: tuple[Shape, ...] = ()
     domains: Domain | tuple[Domain, ...] = ANY
     statics: Mapping[str, object] = field(default_factory=dict)
     # Arguments whose adjoint is checked by finite differences (default: every float one).
     wrt: tuple[int, ...] | None = None
     xfail: str | None = None  # a known defect: the case must fail until the rule is fixed
     raises: type[Exception] = AssertionError  # how the known defect shows
+    # Draws the whole argument list instead of ``shapes``/``domains``: for arguments that
+    # depend on each other (an adjoint shaped like a result, ``np.max(x)`` passed with ``x``).
+    make: Make | None = None
 
     def arguments(self, rng: np.random.Generator) -> list[Any]:
         """Draw the primal's differentiable arguments (the elements, for a variadic rule)."""
+        if self.make is not None:
+            assert not self.shapes, f"{self.label}: give shapes or make, not both"
+            return self.make(rng)
         domains = self.domains if isinstance(self.domains, tuple) else (self.domains,)
         if len(domains) == 1:
             domains = domains * len(self.shapes)
@@ -231,25 +251,27 @@ def reduction_cases(domain: Domain) -> list[Case]:
     ]
 
 
+MATMUL_SHAPES = (
+    ("matrix-matrix", ((3, 4), (4, 2))),
+    ("vector-matrix", ((4,), (4, 2))),
+    ("matrix-vector", ((3, 4), (4,))),
+    ("vector-vector", ((4,), (4,))),
+    ("stack-matrix", ((2, 3, 4), (4, 5))),
+    ("broadcast-stacks", ((2, 1, 3, 4), (5, 4, 2))),
+    ("vector-stack", ((4,), (2, 4, 3))),
+    ("stack-vector", ((2, 3, 4), (4,))),
+)
+
+
 def matmul_cases() -> list[Case]:
     """``a @ b`` for vectors, matrices and broadcast stacks."""
-    return cases(
-        ANY,
-        ("matrix-matrix", ((3, 4), (4, 2))),
-        ("vector-matrix", ((4,), (4, 2))),
-        ("matrix-vector", ((3, 4), (4,))),
-        ("vector-vector", ((4,), (4,))),
-        ("stack-matrix", ((2, 3, 4), (4, 5))),
-        ("broadcast-stacks", ((2, 1, 3, 4), (5, 4, 2))),
-        ("vector-stack", ((4,), (2, 4, 3))),
-        ("stack-vector", ((2, 3, 4), (4,))),
-    )
+    return cases(ANY, *MATMUL_SHAPES)
 
 
-def index_cases() -> list[Case]:
-    """``x[index]`` for every index form (the index is a static argument)."""
+def index_forms() -> list[tuple[str, tuple[int, ...], object]]:
+    """Every index form as ``(label, shape of x, index)``."""
     mask = np.arange(20).reshape(4, 5) % 3 == 0
-    forms: list[tuple[str, Shape, object]] = [
+    return [
         ("int", (4, 5), 1),
         ("negative-int", (4, 5), -1),
         ("slice", (4, 5), slice(1, 3)),
@@ -271,7 +293,11 @@ def index_cases() -> list[Case]:
         ("int-slice-int-array", (2, 3, 4), (0, slice(None), np.array([1, 1, 2]))),
         ("vector-int", (5,), 3),
     ]
-    return [Case(label, (shape,), ANY, {"index": index}) for label, shape, index in forms]
+
+
+def index_cases() -> list[Case]:
+    """``x[index]`` for every index form (the index is a static argument)."""
+    return [Case(label, (shape,), ANY, {"index": index}) for label, shape, index in index_forms()]
 
 
 CASES: dict[tuple[object, int], list[Case]] = {}
@@ -415,6 +441,210 @@ CASES[(np.array, 1)] = cases(
     ("vectors", ((3,), (3,))),
     ("matrices", ((2, 2), (2, 2), (2, 2))),
 )
+
+CASES[(np.ravel, 1)] = [
+    Case("matrix", ((3, 4),)),
+    Case("3d", ((2, 3, 4),)),
+    Case("vector", ((5,),)),
+    Case("float", (None,)),
+]
+CASES[(np.moveaxis, 1)] = [
+    Case(label, (shape,), statics={"source": source, "destination": destination})
+    for label, shape, source, destination in (
+        ("matrix", (2, 3), 0, 1),
+        ("first-to-last", (2, 3, 4), 0, -1),
+        ("last-to-first", (2, 3, 4), -1, 0),
+        ("middle-to-last", (2, 3, 4), 1, 2),
+        ("tuples", (2, 3, 4), (0, 1), (2, 0)),
+        ("negative-tuples", (2, 3, 4, 5), (-1, 0), (1, -2)),
+    )
+]
+CASES[(np.swapaxes, 1)] = [
+    Case(label, (shape,), statics={"axis1": axis1, "axis2": axis2})
+    for label, shape, axis1, axis2 in (
+        ("matrix", (2, 3), 0, 1),
+        ("3d-outer", (2, 3, 4), 0, 2),
+        ("3d-negative", (2, 3, 4), -1, 1),
+        ("same-axis", (2, 3), 1, 1),
+    )
+]
+CASES[(np.expand_dims, 1)] = [
+    Case(label, (shape,), statics={"axis": axis})
+    for label, shape, axis in (
+        ("axis=0", (3, 4), 0),
+        ("axis=-1", (3, 4), -1),
+        ("axis=(0,2)", (3, 4), (0, 2)),
+        ("axis=(-1,1)", (3,), (-1, 1)),
+        ("vector-axis=1", (3,), 1),
+        ("float", None, 0),
+    )
+]
+# np.full(shape, fill): the shape is an argument too, with no derivative (ints: not checked).
+CASES[(np.full, 2)] = [
+    Case(label, (None, fill), (constant(shape), ANY))
+    for label, shape, fill in (
+        ("float-fill", (2, 3), None),
+        ("int-shape", 4, None),
+        ("row-fill", (2, 3), (3,)),
+        ("keepdims-fill", (2, 3), (2, 1)),
+        ("same-shape-fill", (2, 3), (2, 3)),
+    )
+]
+
+
+# ----- the helpers that generated gradient code calls (differentiated again by hessian) -----
+
+
+def part_and(forward: Callable[..., Any], shapes: tuple[Shape, ...], domain: Domain = ANY) -> Make:
+    """Arguments ``[part, *operands]`` of an adjoint helper: ``part`` shaped like
+    ``forward(*operands)`` (the value whose adjoint it is), operands of ``shapes``."""
+
+    def make(rng: np.random.Generator) -> list[Any]:
+        """Draw the operands, then the adjoint of the value."""
+        operands = [domain(rng, shape) for shape in shapes]
+        return [draw_like(rng, np.shape(forward(*operands))), *operands]
+
+    return make
+
+
+def ties(rng: np.random.Generator, shape: Shape) -> Any:
+    """Small integers: reductions over them have tied extremes."""
+    return _float_or_array(rng.integers(-1, 2, size=shape), shape)
+
+
+def extreme_arguments(
+    reduce: Callable[..., Any],
+    domain: Domain,
+    shape: Shape,
+    statics: Mapping[str, Any],
+    part_like_x: bool,
+) -> Make:
+    """Arguments ``[part, x, reduce(x, **statics)]`` of ``extreme_adjoint``/``extreme_tangent``:
+    ``part`` shaped like the extreme, or (``part_like_x``) like ``x``."""
+
+    def make(rng: np.random.Generator) -> list[Any]:
+        """Draw ``x``, reduce it, then draw ``part``."""
+        x = domain(rng, shape)
+        extreme = reduce(x, **statics)
+        return [draw_like(rng, np.shape(x) if part_like_x else np.shape(extreme)), x, extreme]
+
+    return make
+
+
+def extreme_cases(part_like_x: bool) -> list[Case]:
+    """``extreme_adjoint`` (or ``extreme_tangent``) over the axes of ``reduction_cases``.
+
+    Only ``part`` is moved by finite differences: moving ``x`` without its extreme breaks
+    the equalities ``x == extreme`` that the helpers look for.
+    """
+    cube = (2, 3, 4)
+    specs = (
+        ("all", np.max, distinct, cube, None, False),
+        ("axis=1", np.max, distinct, cube, 1, False),
+        ("axis=-1", np.max, distinct, cube, -1, False),
+        ("axis=(0,2)", np.max, distinct, cube, (0, 2), False),
+        ("axis=(0,-1)-keepdims", np.max, distinct, cube, (0, -1), True),
+        ("axis=1-keepdims", np.max, distinct, cube, 1, True),
+        ("axis=None-keepdims", np.max, distinct, cube, None, True),
+        ("vector-axis=0", np.max, distinct, (5,), 0, False),
+        ("min-axis=1", np.min, distinct, cube, 1, False),
+        ("min-all", np.min, distinct, (3, 4), None, False),
+        ("ties-axis=1", np.max, ties, (4, 6), 1, False),
+        ("ties-all-keepdims", np.min, ties, (3, 4), None, True),
+    )
+    out = []
+    for label, reduce, domain, shape, axis, keepdims in specs:
+        statics = {"axis": axis, "keepdims": keepdims}
+        make = extreme_arguments(reduce, domain, shape, statics, part_like_x)
+        out.append(Case(label, make=make, statics=statics, wrt=(0,)))
+    return out
+
+
+# (label, shapes, a_axis, b_axis) of ``contraction(a, b, a_axis, b_axis)``.
+CONTRACTIONS: tuple[tuple[str, tuple[Shape, ...], int, int], ...] = (
+    ("dot-matrices", ((3, 4), (4, 2)), -1, -2),
+    ("dot-matrix-vector", ((3, 4), (4,)), -1, -1),
+    ("dot-vector-matrix", ((4,), (4, 2)), -1, -2),
+    ("dot-vectors", ((4,), (4,)), -1, -1),
+    ("dot-matrix-3d", ((2, 3), (4, 3, 5)), -1, -2),
+    ("inner-matrices", ((2, 3), (4, 3)), -1, -1),
+    ("inner-3d-matrix", ((2, 3, 4), (5, 4)), -1, -1),
+    ("3d-axis=0-matrix-axis=1", ((3, 2, 4), (5, 3)), 0, 1),
+    ("3d-3d-middle", ((2, 3, 4), (4, 3, 2)), 1, -2),
+    ("float-vector", (None, (3,)), -1, -1),
+    ("matrix-float", ((2, 3), None), -1, -2),
+    ("floats", (None, None), -1, -1),
+)
+
+
+def contraction_adjoint_cases() -> list[Case]:
+    """``contraction_adjoint_a``/``_b(part, a, b)`` over ``CONTRACTIONS``."""
+    return [
+        Case(
+            label,
+            make=part_and(functools.partial(contraction, a_axis=a_axis, b_axis=b_axis), shapes),
+            statics={"a_axis": a_axis, "b_axis": b_axis},
+        )
+        for label, shapes, a_axis, b_axis in CONTRACTIONS
+    ]
+
+
+# unbroadcast(part, like): part has the broadcast shape of like and other operands, or is a
+# scalar standing for zeros (or any number) spread over like.
+CASES[(unbroadcast, 2)] = cases(
+    ANY,
+    ("same-shape", ((3, 4), (3, 4))),
+    ("keepdims-row", ((3, 4), (1, 4))),
+    ("keepdims-column", ((3, 4), (3, 1))),
+    ("rank-extension", ((3, 4), (4,))),
+    ("to-0d-array", ((3, 4), ())),
+    ("to-float", ((2, 3), None)),
+    ("3d-to-keepdims", ((2, 3, 4), (1, 3, 1))),
+    ("3d-to-column", ((2, 3, 4), (3, 1))),
+    ("unit-vector", ((5,), (1,))),
+    ("float-to-array", (None, (2, 3))),
+    ("float-to-keepdims", (None, (1, 4))),
+    ("column-to-row", ((3, 1), (1, 4))),
+)
+# rebroadcast(part, like): part has the shape of an unbroadcast result; like a larger one.
+CASES[(rebroadcast, 2)] = cases(
+    ANY,
+    ("same-shape", ((3, 4), (3, 4))),
+    ("row-to-matrix", ((1, 4), (3, 4))),
+    ("column-to-matrix", ((3, 1), (3, 4))),
+    ("vector-to-matrix", ((4,), (3, 4))),
+    ("float-to-array", (None, (2, 3))),
+    ("0d-to-3d", ((), (2, 3, 4))),
+    ("keepdims-to-3d", ((1, 3, 1), (2, 3, 4))),
+    ("matrix-to-keepdims", ((3, 4), (1, 4))),
+    ("float-to-float", (None, None)),
+)
+CASES[(scatter, 2)] = [
+    Case(label, make=part_and(operator.itemgetter(index), (shape,)), statics={"index": index})
+    for label, shape, index in index_forms()
+]
+CASES[(extreme_adjoint, 3)] = extreme_cases(part_like_x=False)
+CASES[(extreme_tangent, 3)] = extreme_cases(part_like_x=True)
+for _helper in (matmul_adjoint_a, matmul_adjoint_b):
+    CASES[(_helper, 3)] = [
+        Case(label, make=part_and(np.matmul, shapes)) for label, shapes in MATMUL_SHAPES
+    ]
+CASES[(contraction, 2)] = [
+    Case(label, shapes, statics={"a_axis": a_axis, "b_axis": b_axis})
+    for label, shapes, a_axis, b_axis in CONTRACTIONS
+]
+CASES[(contraction_adjoint_a, 3)] = contraction_adjoint_cases()
+CASES[(contraction_adjoint_b, 3)] = contraction_adjoint_cases()
+CASES[(trace_adjoint, 2)] = [
+    Case(label, make=part_and(np.trace, (shape,)))
+    for label, shape in (
+        ("square", (3, 3)),
+        ("wide", (2, 4)),
+        ("tall", (4, 2)),
+        ("3d", (2, 2, 3)),
+        ("4d", (3, 2, 2, 2)),
+    )
+]
 
 
 def missing_cases(rules: Sequence[Rule]) -> list[str]:
