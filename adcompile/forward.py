@@ -44,6 +44,7 @@ from .reverse import (
     tag,
 )
 from .rules import Rule
+from .shapes import shape_facts
 from .statics import drop_default_keywords, fold_static_tests
 
 TANGENT_PREFIXES = ("d_", "dot_", "tangent_", "tan_")
@@ -71,6 +72,7 @@ class TangentSweep:
         self.fn = fn
         self.directions = directions
         self.names = names
+        self.shapes = shape_facts(fn) if fn.array_mode else None
 
     def block(self, block: list[Stmt]) -> list[ast.stmt]:
         """The statements of a block, each primal one followed by its tangents."""
@@ -154,9 +156,34 @@ class TangentSweep:
         if stmt.statics:
             total = fold_static_tests(total)
             total = drop_default_keywords(total, dict(stmt.rule.statics))
+        if self.fn.array_mode and self._may_be_smaller(stmt, template, tangents):
+            total = ast.Call(
+                func=ast.Name(id=self.fn.helper("broadcast_like"), ctx=ast.Load()),
+                args=[total, ast.Name(id=stmt.target, ctx=ast.Load())],
+                keywords=[],
+            )
         out = [assign(name, value, stmt.line, TANGENT) for name, value in setup]
         out.append(assign(direction.tangent(stmt.target), total, stmt.line, TANGENT))
         return out
+
+    def _may_be_smaller(
+        self, stmt: Apply, template: Rule | TangentTemplate, tangents: list[ast.expr | None]
+    ) -> bool:
+        """True if an elementwise tangent may lack the result's shape.
+
+        An elementwise term has its argument's shape, which broadcasting may have stretched
+        (``a + b`` with ``a`` of shape (3, 1) and ``b`` (1, 4)); the sum of all terms has the
+        result's shape, but with a constant argument left out it may not. Shape facts spare
+        the spreading where the varying arguments surely have the result's shape.
+        """
+        if stmt.rule.primal not in _elementwise_primitives():
+            return False
+        terms = list(zip(stmt.args, tangents, template.parsed[1], strict=True))
+        varying = [a for a, tangent, term in terms if tangent is not None and term is not None]
+        missing = [a for a, tangent, term in terms if tangent is None and term is not None]
+        if all(self.shapes.is_scalar(a) for a in missing):  # a scalar stretches nothing
+            return False
+        return not all(self.shapes.same_shape(a, stmt.target) for a in varying)
 
     def _array_mapping(self, stmt: Apply, template: Rule | TangentTemplate) -> dict:
         """NumPy's alias, the static arguments and the helpers an array template reads."""
@@ -217,6 +244,12 @@ def array_tangent_template(rule: Rule) -> Rule | TangentTemplate:
     setup, adjoints = rule.parsed
     stripped = [None if e is None else _without_unbroadcast(e) for e in adjoints]
     return TangentTemplate((setup, stripped), rule.variadic)
+
+
+def _elementwise_primitives() -> frozenset[object]:
+    from .rules.arrays import ELEMENTWISE
+
+    return ELEMENTWISE
 
 
 def _without_unbroadcast(expr: ast.expr) -> ast.expr:

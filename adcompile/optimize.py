@@ -150,10 +150,13 @@ def simplify_adjoints(statements: list[ast.stmt]) -> list[ast.stmt]:
 
 
 def _merge_repeated_contributions(statements: list[ast.stmt]) -> None:
-    """``b = e`` then ``b += e`` (``x * x`` sends ``g * x`` twice) becomes ``b = 2.0 * e``.
+    """The same contribution twice in a row (``x * x`` sends ``g * x`` twice) is added once,
+    doubled: ``b = e; b += e`` becomes ``b = 2.0 * e``, and ``b += e; b += e`` becomes
+    ``b += 2.0 * e``.
 
-    Exact: ``e + e == 2.0 * e`` in floating point, and ``e`` reads nothing the first line
-    changes (it defines ``b``, which ``e`` cannot read).
+    The first is exact (``e + e == 2.0 * e`` in floating point); the second rounds once where
+    the two additions rounded twice, so it may differ in the last bit, towards the exact sum.
+    ``e`` reads nothing the first line changes: it cannot read ``b``.
     """
     i = 0
     while i + 1 < len(statements):
@@ -166,18 +169,28 @@ def _merge_repeated_contributions(statements: list[ast.stmt]) -> None:
 
 
 def _repeats(first: ast.stmt, second: ast.stmt) -> bool:
+    target = _contribution_target(first)
     return (
-        isinstance(first, ast.Assign)
+        target is not None
         and isinstance(second, ast.AugAssign)
-        and isinstance(second.op, ast.Add)
-        and getattr(first, "adcompile_sweep", None) == ADJOINT
+        and type(second.op) is (type(first.op) if isinstance(first, ast.AugAssign) else ast.Add)
         and getattr(second, "adcompile_sweep", None) == ADJOINT
-        and len(first.targets) == 1
-        and isinstance(first.targets[0], ast.Name)
-        and first.targets[0].id == second.target.id
-        and first.targets[0].id not in names_in(first.value)
+        and target == second.target.id
+        and target not in names_in(first.value)
         and ast.dump(first.value) == ast.dump(second.value)
     )
+
+
+def _contribution_target(stmt: ast.stmt) -> str | None:
+    """The adjoint that ``b = e``, ``b += e`` or ``b -= e`` contributes to, else None."""
+    if getattr(stmt, "adcompile_sweep", None) != ADJOINT:
+        return None
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        target = stmt.targets[0]
+        return target.id if isinstance(target, ast.Name) else None
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add | ast.Sub):
+        return stmt.target.id if isinstance(stmt.target, ast.Name) else None
+    return None
 
 
 def _reads(node: ast.AST) -> set[str]:

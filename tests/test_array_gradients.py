@@ -380,3 +380,35 @@ def test_closure_arrays_are_constants_too() -> None:
 
     fn, w = scaled(np.array([1.0, 2.0, 3.0])), np.array([0.1, 0.2, -0.3])
     check_gradient(fn, grad(fn, wrt=(0,)), (w,), (0,))
+
+
+def add_broadcast(a, b):
+    return np.sum(a + b)
+
+
+def subtract_from_number(x, y):
+    return np.sum(x - y)
+
+
+def choose(c, a, b):
+    return np.sum(np.where(c, a, b) * np.arange(4.0))
+
+
+@pytest.mark.parametrize(
+    ("fn", "args", "wrt"),
+    [
+        (add_broadcast, (np.ones((3, 1)), np.ones((1, 4))), "a"),
+        (add_broadcast, (np.ones((2, 3)), np.ones(3)), "b"),
+        (subtract_from_number, (1.0, np.ones((2, 3))), "x"),
+        (choose, (np.array([True, False, True, False]), np.ones(4), 2.0), "b"),
+    ],
+    ids=["stretched-a", "rank-extended-b", "number-minus-array", "where-number"],
+)
+def test_forward_mode_spreads_the_tangent_of_a_broadcast_operand(fn, args, wrt) -> None:
+    """With the other operand constant, the tangent of ``a + b`` still has the result's shape."""
+    forward = grad(fn, wrt=wrt, mode="forward")(*args)
+    np.testing.assert_allclose(forward, grad(fn, wrt=wrt)(*args), rtol=1e-15)
+    value, slope = adcompile.jvp(
+        fn, args, [np.ones_like(a) if a is args[0] else 0 * a for a in args]
+    )
+    assert np.shape(value) == np.shape(slope)

@@ -10,8 +10,10 @@ difference of the primal along a random direction of that argument, the others h
 A term of ``None`` must mean the primal does not move along that argument.
 
 Generated code uses one argument's term alone as the tangent of the result when the other
-arguments are constants, so each term must have the result's shape, not only a shape that
-broadcasts to it. Cases that fail that today are strict xfails in ``SHAPE_DEFECTS``.
+arguments are constants, so each term must have the result's shape. An elementwise term has
+its argument's shape, which broadcasting may have stretched: forward.py spreads it with
+``broadcast_like`` where the shapes may differ, so for those the term must broadcast to the
+result's shape and ``broadcast_like`` must give that shape; every other term must have it.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import pytest
 
 from adcompile.forward import TangentTemplate, array_tangent_template
 from adcompile.rules import RuleTable
-from adcompile.rules.array_helpers import HELPERS
+from adcompile.rules.array_helpers import HELPERS, broadcast_like
 from adcompile.rules.arrays import ELEMENTWISE
 from adcompile.rules.registry import REQUIRED, TANGENT_RULES, Rule
 from tests.test_array_rules import (
@@ -43,31 +45,6 @@ from tests.test_array_rules import (
 )
 
 Template = Rule | TangentTemplate
-
-# Broadcasting arguments whose term keeps the argument's own shape, not the result's: with
-# only that argument varying, forward mode's tangent of the result has the wrong shape and
-# a later reduction is wrong (``np.sum(a + b)`` with ``a`` of shape (3, 1), ``b`` (1, 4):
-# ``d_c = d_a`` has 3 elements where ``c`` has 12, so ``grad(mode="forward")`` is 4x too
-# small). The fix belongs to ``array_tangent_template`` in forward.py (read
-# ``unbroadcast(e, x)`` as ``e`` broadcast to the result's shape), not to the rules.
-_BROADCAST_TERMS = (
-    "the tangent term of a broadcast operand of + or - (np.where's b) keeps the operand's "
-    "shape; forward.py drops unbroadcast without broadcasting to the result"
-)
-SHAPE_DEFECTS: dict[tuple[str, str], str] = {
-    (name, label): _BROADCAST_TERMS
-    for name in ("operator.add/2", "operator.sub/2", "numpy.add/2", "numpy.subtract/2")
-    for label in (
-        "broadcast-(3,1)-(1,4)",
-        "rank-extension-(3,)-(2,3)",
-        "rank-extension-(2,3)-(3,)",
-        "float-array",
-        "array-float",
-        "stretch-and-extend-(4,1,3)-(2,3)",
-    )
-}
-SHAPE_DEFECTS[("numpy.where/3", "broadcast-condition")] = _BROADCAST_TERMS  # b: a float
-
 
 # ----- evaluating a tangent template ---------------------------------------------------------
 
@@ -168,6 +145,8 @@ def check_tangent_case(
                 continue
             term = term_of(rule, template, i, args, result, d, statics)
             if shapes:
+                if rule.primal in ELEMENTWISE:  # forward.py spreads these (broadcast_like)
+                    term = broadcast_like(term, result)
                 assert np.shape(term) == np.shape(result), (
                     f"{where}, argument {i}: its tangent term has shape {np.shape(term)}, "
                     f"the result {np.shape(result)}"
@@ -237,19 +216,13 @@ def test_tangent_template_fits_the_rule(rule: Rule) -> None:
         assert template.statics == rule.statics, f"{rule_id(rule)}: static parameters differ"
 
 
-def _tangent_params(shape_defects: Mapping[tuple[str, str], str] | None = None) -> list:
-    """One pytest parameter per (rule, case); ``shape_defects`` cases marked xfail."""
-    params = []
-    for rule in RULES:
-        for case in CASES.get((rule.primal, rule.arity), []):
-            reason = (shape_defects or {}).get((rule_id(rule), case.label))
-            marks = [pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason)]
-            params.append(
-                pytest.param(
-                    rule, case, id=f"{rule_id(rule)}-{case.label}", marks=marks if reason else []
-                )
-            )
-    return params
+def _tangent_params() -> list:
+    """One pytest parameter per (rule, case)."""
+    return [
+        pytest.param(rule, case, id=f"{rule_id(rule)}-{case.label}")
+        for rule in RULES
+        for case in CASES.get((rule.primal, rule.arity), [])
+    ]
 
 
 @pytest.mark.parametrize(("rule", "case"), _tangent_params())
@@ -257,14 +230,9 @@ def test_tangent_matches_finite_differences(rule: Rule, case: Case) -> None:
     check_tangent_case(rule, array_tangent_template(rule), case)
 
 
-@pytest.mark.parametrize(("rule", "case"), _tangent_params(SHAPE_DEFECTS))
+@pytest.mark.parametrize(("rule", "case"), _tangent_params())
 def test_tangent_term_has_the_result_shape(rule: Rule, case: Case) -> None:
     check_tangent_case(rule, array_tangent_template(rule), case, shapes=True)
-
-
-def test_shape_defects_name_existing_cases() -> None:
-    known = {(rule_id(p.values[0]), p.values[1].label) for p in _tangent_params()}
-    assert set(SHAPE_DEFECTS) <= known, sorted(set(SHAPE_DEFECTS) - known)
 
 
 def test_every_case_is_checked() -> None:
@@ -327,10 +295,10 @@ def test_a_wrong_variadic_tangent_fails() -> None:
 
 
 def test_a_term_of_the_operand_shape_fails_the_shape_check() -> None:
-    def mul(a, b, result, g):
-        return g * np.mean(b), g * np.mean(a)  # right at a point, not of the result's shape
+    def outer(a, b, result, g):
+        return g * np.mean(b), g * np.mean(a)  # the operand's shape, not the result's
 
-    rule = _rule(np.multiply, 2)
-    case = next(c for c in CASES[(np.multiply, 2)] if c.label == "broadcast-(3,1)-(1,4)")
-    with pytest.raises(AssertionError, match=r"tangent term has shape \(3, 1\), the result"):
-        check_tangent_case(rule, _tangent(np.multiply, mul), case, shapes=True)
+    rule = _rule(np.outer, 2)
+    case = next(c for c in CASES[(np.outer, 2)] if c.label == "vectors")
+    with pytest.raises(AssertionError, match=r"tangent term has shape \(3,\), the result"):
+        check_tangent_case(rule, _tangent(np.outer, outer), case, shapes=True)

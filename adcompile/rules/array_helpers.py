@@ -40,6 +40,13 @@ def rebroadcast(g, like):
     return unbroadcast(np.broadcast_to(g, shape), like)
 
 
+def broadcast_like(tangent, value):
+    """``tangent`` spread to the shape of ``value`` (a broadcast operand's tangent is smaller)."""
+    if np.shape(tangent) == np.shape(value):
+        return tangent
+    return np.broadcast_to(tangent, np.shape(value))
+
+
 def scatter(g, x, index):
     """The adjoint of ``x[index]``: ``g`` added at ``index`` into zeros shaped like ``x``."""
     if isinstance(x, dict | list | tuple):
@@ -290,6 +297,7 @@ def forward_gradient(jvp, args, wrt, bare, with_value):
 
 HELPERS = {
     "unbroadcast": unbroadcast,
+    "broadcast_like": broadcast_like,
     "scatter": scatter,
     "rebroadcast": rebroadcast,
     "restore_axes": restore_axes,
@@ -319,6 +327,7 @@ for _name, _helper in HELPERS.items():
 # The helpers each helper calls: copying one into a module copies these too.
 HELPER_DEPENDENCIES = {
     "unbroadcast": (),
+    "broadcast_like": (),
     "scatter": (),
     "rebroadcast": ("unbroadcast",),
     "restore_axes": (),

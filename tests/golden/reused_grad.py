@@ -9,9 +9,7 @@ def reused_grad(x):
     b_reused = 1.0
     b_a = b_reused * x
     b_x = b_reused * a
-    b_a += b_reused * a
-    b_a += b_reused * a
+    b_a += 2.0 * (b_reused * a)
     # adjoint of line 37: a = x * x
-    b_x += b_a * x
-    b_x += b_a * x
+    b_x += 2.0 * (b_a * x)
     return b_x
