@@ -158,6 +158,8 @@ class Lowerer(ArrayLowering):
             self.leaves: dict[str, list[tuple[tuple[object, ...], str]]] = {}
             self.leaf_exprs: dict[str, ast.expr] = {}
             self.helpers: dict[str, str] = {}  # helper functions called, by their alias
+            # Generated gradients read back: lists made by split_adjoint (lower_arrays.py).
+            self.split_lists: dict[str, tuple[Atom, ast.expr, ast.expr]] = {}
         else:  # an inlined callee shares the caller's names and module-level state
             self.names, self.math_alias = parent.names, parent.math_alias
             self.constants, self.constant_names = parent.constants, parent.constant_names
@@ -167,6 +169,7 @@ class Lowerer(ArrayLowering):
             self.numpy_alias, self.tree_aliases = parent.numpy_alias, parent.tree_aliases
             self.leaf_names, self.leaves = parent.leaf_names, parent.leaves
             self.leaf_exprs, self.helpers = parent.leaf_exprs, parent.helpers
+            self.split_lists = parent.split_lists
         self.uses_math = False
         # Set by lower_function for jacobians and jvp/vjp: a final ``return a, b`` is allowed.
         self.tuple_output = False
@@ -614,6 +617,11 @@ class Lowerer(ArrayLowering):
             self._method_call(node, target)
             return
         callee, shown = self._callee(node.func)
+        if helper_name(callee) == "gradient_like" and self._assembled_gradient(node, target):
+            return
+        if helper_name(callee) == "split_adjoint" and len(node.args) == 3 and not node.keywords:
+            self._split_pieces(node, target)
+            return
         if self.array_mode and (is_numpy(callee) or helper_name(callee)):
             if not self._numpy_call(node, target, callee, shown):
                 self._call_without_rule(node, target, callee, shown)

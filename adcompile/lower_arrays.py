@@ -22,7 +22,7 @@ import types
 from . import messages
 from .astutil import walk
 from .errors import NoDerivativeError, UnsupportedSyntaxError
-from .ir import ARG_PLACEHOLDER, Apply, Copy, Opaque, Var
+from .ir import ARG_PLACEHOLDER, Apply, Atom, Copy, Opaque, Var, atom_expr
 from .rules import Rule
 from .rules.registry import REQUIRED, array_rules, lookup_rule
 
@@ -110,6 +110,41 @@ def _constant_key(node: ast.expr) -> object:
     return None
 
 
+def _flat_parts(
+    parts: ast.Dict, path: tuple[ast.expr, ...]
+) -> list[tuple[tuple[ast.expr, ...], ast.expr]] | None:
+    """The (index path, adjoint) pairs of a generated ``gradient_like`` dict, or None.
+
+    Keys are constants (``()`` for the adjoint of the whole value); a value is an adjoint,
+    or a dict of the parts below its key.
+    """
+    flat = []
+    for key, value in zip(parts.keys, parts.values, strict=True):
+        if key is None or not _constant_key_expr(key):
+            return None
+        below = path if _is_empty_tuple(key) else (*path, key)
+        if isinstance(value, ast.Dict):
+            nested = _flat_parts(value, below)
+            if nested is None:
+                return None
+            flat += nested
+        else:
+            flat.append((below, value))
+    return flat
+
+
+def _constant_key_expr(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_empty_tuple(node: ast.expr) -> bool:
+    return isinstance(node, ast.Tuple) and not node.elts
+
+
 def _simple_static(node: ast.expr) -> bool:
     """A static expression cheap and safe to repeat: literals, names, slices of those."""
     for child in ast.walk(node):
@@ -150,6 +185,85 @@ class ArrayLowering:
         if name not in self.helpers:
             self.helpers[name] = self.names.fresh(name)
         return self.helpers[name]
+
+    def _assembled_gradient(self, node: ast.Call, target: str) -> bool:
+        """``gradient_like(x, {0: b0, 2: b2})`` read back, for an array ``x``.
+
+        It becomes ``unbroadcast(scatter(b0, x, 0) + scatter(b2, x, 2), x)``: primitives
+        with rules. (A dict or list ``x`` would make ``scatter`` raise; no transform that
+        differentiates a gradient again accepts structured parameters anyway.)
+        """
+        if len(node.args) != 2 or node.keywords or not isinstance(node.args[1], ast.Dict):
+            return False
+        parts = _flat_parts(node.args[1], ())
+        if parts is None:
+            return False
+        tree = self._atom(node.args[0])
+        if not parts:  # a parameter nothing reads: zeros of its shape and dtype, a constant
+            zeros = ast.Call(
+                func=ast.Name(id=self._helper_alias("unbroadcast"), ctx=ast.Load()),
+                args=[ast.Constant(value=0.0), atom_expr(tree)],
+                keywords=[],
+            )
+            reads = frozenset({tree.name} if isinstance(tree, Var) else ())
+            self.block.append(Opaque(target, zeros, reads, node.lineno))
+            return True
+        total = None
+        for path, value in parts:
+            term = self._atom(value)
+            if path:  # the adjoint of x[path], put back in place
+                index = path[0] if len(path) == 1 else ast.Tuple(elts=list(path), ctx=ast.Load())
+                term = self._helper_apply("scatter", [term, tree], node, {"index": index})
+            if total is not None:
+                rule = lookup_rule(self.rules, operator.add, 2, arrays=True)
+                shape = ast.BinOp(left=_placeholder(0), op=ast.Add(), right=_placeholder(1))
+                name = self.names.numbered("t")
+                self.block.append(Apply(name, rule, [total, term], shape, node.lineno))
+                term = Var(name)
+            total = term
+        self._helper_apply("unbroadcast", [total, tree], node, {}, target)
+        return True
+
+    def _split_pieces(self, node: ast.Call, target: str) -> None:
+        """``parts = split_adjoint(g, (a, b), axis)`` read back: ``parts[i]`` is a primitive.
+
+        The list itself is kept as a value no derivative may flow through; each ``parts[i]``
+        becomes ``split_part(g, (a, b), axis, i)`` (``_split_piece``).
+        """
+        g, arrays, axis = node.args
+        self.split_lists[target] = (self._atom(g), self._static(arrays), self._static(axis))
+        error = self._error(NoDerivativeError, node, messages.no_second_derivative("split_adjoint"))
+        self._opaque(node, target, no_rule=error)
+
+    def _split_piece(self, node: ast.Subscript, target: str) -> bool:
+        """``parts[i]`` for a list made by ``split_adjoint`` (see ``_split_pieces``)."""
+        value = node.value
+        if not isinstance(value, ast.Name) or value.id not in self.locals:
+            return False
+        split = self.split_lists.get(self.env.get(value.id))
+        if split is None or not isinstance(node.slice, ast.Constant):
+            return False
+        g, arrays, axis = split
+        statics = {"arrays": arrays, "axis": axis, "i": node.slice}
+        self._helper_apply("split_part", [g], node, statics, target)
+        return True
+
+    def _helper_apply(
+        self,
+        helper: str,
+        args: list[Atom],
+        node: ast.AST,
+        statics: dict[str, ast.expr],
+        target: str | None = None,
+    ) -> Var:
+        """``target = helper(*args, *statics)``, a primitive with the helper's rule."""
+        rule = lookup_rule(self.rules, canonical_helper(helper), len(args), arrays=True)
+        func = ast.Name(id=self._helper_alias(helper), ctx=ast.Load())
+        placeholders = [_placeholder(i) for i in range(len(args))]
+        render = ast.Call(func=func, args=placeholders + list(statics.values()), keywords=[])
+        target = target or self.names.numbered("t")
+        self.block.append(Apply(target, rule, args, render, node.lineno, statics=statics))
+        return Var(target)
 
     def _is_output_check(self, expr: ast.expr) -> bool:
         """``check_scalar(f)``: a generated gradient's check that its function returned a scalar."""
@@ -313,6 +427,8 @@ class ArrayLowering:
     # ----- indexing ----------------------------------------------------------------------
     def _array_subscript(self, node: ast.Subscript, target: str) -> None:
         """A leaf of a structured parameter, or ``operator.getitem`` with a static index."""
+        if self._split_piece(node, target):
+            return
         found = self._tree_path(node)
         if found is not None:
             self._leaf(target, *found, node.lineno)

@@ -280,8 +280,8 @@ EXPLAIN_ARRAYS = (
 
 # What a generated gradient's helper computes, for the helpers with no derivative rule.
 _HELPER_ORIGINS = {
-    "prod_adjoint": "the gradient of np.prod",
-    "split_adjoint": "the gradient of np.concatenate",
+    "prod_pairs": "np.prod's second derivative (a third derivative of np.prod)",
+    "split_adjoint": "the list of np.concatenate's adjoints used whole",
     "gradient_like": (
         "the gradient of a structured parameter, or of an array indexed by constant keys "
         "(x[0], params['W'])"

@@ -2,12 +2,12 @@
 
 A generated array gradient calls helpers (``unbroadcast``, ``matmul_adjoint_a``, ...); read
 back by the compiler they are primitives with rules of their own (``rules/helper_rules.py``).
-Every corpus function (``tests/corpus/arrays.py``) whose second derivative is supported gets
-its Hessian checked against Richardson-refined central differences of a gradient that is
+Every corpus function (``tests/corpus/arrays.py``) of arrays and numbers gets its Hessian
+checked against Richardson-refined central differences of a gradient that is
 itself verified: the hand-written backward where the corpus has one, else adcompile's
 first-order gradient (checked against differences of the function in
-``test_array_gradients.py``). The functions whose second derivatives are not supported must
-say so at compile time. Mixed and third derivatives are checked against closed forms.
+``test_array_gradients.py``); structured parameters must be refused with a clear error. Mixed
+and third derivatives are checked against closed forms.
 """
 
 from __future__ import annotations
@@ -23,17 +23,6 @@ from adcompile import NoDerivativeError, grad, hessian
 from tests.corpus.arrays import CASES, ArrayCase
 from tests.test_array_gradients import _loop_cases
 
-# Corpus functions whose second derivative goes through something without a second-order
-# rule, and what the compile-time error names.
-UNSUPPORTED = {
-    "product_all": "np.prod",
-    "product_rows": "np.prod",
-    "concatenates": "np.concatenate",
-    "index_int": "indexed by constant keys",
-    "array_from_elements": "indexed by constant keys",
-    "argmax_picks_other": "indexed by constant keys",
-}
-
 
 def _args(case: ArrayCase) -> tuple[Any, ...]:
     """The case's inputs, drawn from a generator seeded by its name."""
@@ -45,8 +34,7 @@ def _structured(case: ArrayCase, args: tuple[Any, ...]) -> bool:
     return any(isinstance(args[k], dict | list | tuple) for k in case.wrt)
 
 
-PLAIN = [c for c in CASES if not _structured(c, _args(c))]
-SUPPORTED = [c for c in PLAIN if c.name not in UNSUPPORTED]
+SUPPORTED = [c for c in CASES if not _structured(c, _args(c))]
 
 
 def _replaced(args: Sequence[Any], k: int, index: tuple[int, ...], delta: float) -> list[Any]:
@@ -144,18 +132,29 @@ def test_reverse_over_reverse_agrees_with_forward_over_reverse(case: ArrayCase) 
     np.testing.assert_allclose(by_vjps, hessian(case.fn, wrt=k)(*args), **_tolerance(args))
 
 
-@pytest.mark.parametrize("case", [c for c in PLAIN if c.name in UNSUPPORTED], ids=lambda c: c.name)
-def test_unsupported_second_derivatives_fail_at_compile_time(case: ArrayCase) -> None:
-    with pytest.raises(NoDerivativeError, match="second derivatives through") as caught:
-        hessian(case.fn, wrt=tuple(case.wrt))
-    assert UNSUPPORTED[case.name] in str(caught.value)
-
-
 def test_hessian_of_a_structured_parameter_says_so() -> None:
     structured = [c for c in CASES if _structured(c, _args(c))]
     assert structured
-    with pytest.raises(NoDerivativeError, match="structured parameter"):
-        hessian(structured[0].fn, wrt=tuple(structured[0].wrt))
+    for case in structured:
+        hessian_of = hessian(case.fn, wrt=tuple(case.wrt))
+        with pytest.raises(TypeError, match="hessian\\) differentiates arrays and numbers"):
+            hessian_of(*_args(case))
+
+
+def product_of_scaled(s, x):
+    return np.prod(s * x)
+
+
+def test_third_derivatives_through_np_prod_say_so() -> None:
+    second = grad(grad(product_of_scaled, wrt="s"), wrt="s")
+    x = np.array([0.5, 2.0, 0.0, 1.5])
+    s = 0.8
+    # d2/ds2 prod(s x) = n (n - 1) s^(n - 2) prod(x): zero here (x has a zero), exactly.
+    assert second(s, x) == 0.0
+    x[2] = 3.0
+    np.testing.assert_allclose(second(s, x), 12 * s**2 * np.prod(x), rtol=1e-13)
+    with pytest.raises(NoDerivativeError, match=r"third derivative of np\.prod"):
+        grad(second, wrt="s")
 
 
 @pytest.mark.parametrize(

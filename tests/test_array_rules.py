@@ -40,11 +40,14 @@ from adcompile.rules.array_helpers import (
     extreme_adjoint,
     extreme_tangent,
     gradient_like,
+    join_part,
     matmul_adjoint_a,
     matmul_adjoint_b,
     prod_adjoint,
     rebroadcast,
+    restore_axes,
     scatter,
+    split_part,
     trace_adjoint,
     unbroadcast,
 )
@@ -645,6 +648,73 @@ CASES[(trace_adjoint, 2)] = [
         ("4d", (3, 2, 2, 2)),
     )
 ]
+
+# (label, shape of x, axis, keepdims) of the reductions whose adjoint helpers take statics.
+REDUCED = (
+    ("all", (2, 3, 4), None, False),
+    ("axis=1", (2, 3, 4), 1, False),
+    ("axis=-1", (2, 3, 4), -1, False),
+    ("axis=(0,2)", (2, 3, 4), (0, 2), False),
+    ("axis=(0,-1)-keepdims", (2, 3, 4), (0, -1), True),
+    ("axis=None-keepdims", (3, 4), None, True),
+    ("vector-axis=0", (5,), 0, False),
+)
+
+
+def reduced_cases(reduce: Callable[..., Any], domain: Domain = ANY) -> list[Case]:
+    """``helper(part, x, axis, keepdims)`` with ``part`` shaped like ``reduce(x, axis, ...)``."""
+    return [
+        Case(
+            label,
+            make=part_and(functools.partial(reduce, axis=axis, keepdims=keep), (shape,), domain),
+            statics={"axis": axis, "keepdims": keep},
+        )
+        for label, shape, axis, keep in REDUCED
+    ]
+
+
+CASES[(restore_axes, 2)] = reduced_cases(np.sum)
+# prod_adjoint is nonlinear in x: its x-adjoint is np.prod's second derivative (prod_pairs).
+CASES[(prod_adjoint, 2)] = [
+    *reduced_cases(np.prod, signed(0.5, 1.5)),
+    Case(
+        "zeros-all",
+        make=part_and(np.prod, ((3, 4),), with_zeros),
+        statics={"axis": None, "keepdims": False},
+    ),
+    Case(
+        "zeros-axis=1",
+        make=part_and(functools.partial(np.prod, axis=1), ((3, 4),), with_zeros),
+        statics={"axis": 1, "keepdims": False},
+    ),
+]
+
+# (label, shapes of the joined arrays, axis) of np.concatenate, for split_part and join_part.
+JOINS: tuple[tuple[str, tuple[tuple[int, ...], ...], int | None], ...] = (
+    ("vectors", ((3,), (2,)), 0),
+    ("rows", ((2, 3), (1, 3)), 0),
+    ("columns-three", ((2, 3), (2, 1), (2, 2)), 1),
+    ("negative-axis", ((2, 3), (2, 2)), -1),
+    ("flattened", ((2, 3), (1, 3)), None),
+)
+
+
+def split_cases(join: bool) -> list[Case]:
+    """``split_part(whole, arrays, axis, i)``, or ``join_part(part, whole, arrays, axis, i)``."""
+    out = []
+    for label, shapes, axis in JOINS:
+        arrays = tuple(np.zeros(shape) for shape in shapes)
+        whole = np.shape(np.concatenate(arrays, axis=axis))
+        for i, shape in enumerate(shapes):
+            piece = shape  # split_adjoint gives each piece its array's shape, even flattened
+            statics = {"arrays": arrays, "axis": axis, "i": i}
+            args = (piece, whole) if join else (whole,)
+            out.append(Case(f"{label}-{i}", args, statics=statics))
+    return out
+
+
+CASES[(split_part, 1)] = split_cases(join=False)
+CASES[(join_part, 2)] = split_cases(join=True)
 
 
 def missing_cases(rules: Sequence[Rule]) -> list[str]:

@@ -90,16 +90,46 @@ def extreme_tangent(g, x, result, axis, keepdims):
 
 def prod_adjoint(g, x, axis, keepdims):
     """The adjoint of ``np.prod``: the product of the other factors, zeros allowed."""
+    flat, order = _grouped(x, axis)
+    return _ungrouped(_others(flat), order) * restore_axes(g, x, axis, keepdims)
+
+
+def prod_pairs(v, x, axis):
+    """``np.prod``'s second derivative applied to ``v``, exact with zeros.
+
+    Per reduction group: ``w[j]`` is the sum over ``i != j`` of ``v[i]`` times the product of
+    the ``x[k]`` with ``k`` neither ``i`` nor ``j``. It is both the tangent of the factors
+    ``prod_adjoint`` multiplies by and (the matrix being symmetric) its transpose.
+    """
+    flat, order = _grouped(x, axis)
+    values = _grouped(v, axis)[0]
+    eye = np.eye(flat.shape[-1], dtype=bool)
+    rows = np.where(eye, 1.0, flat[..., None, :])  # row j: the group with x[j] set to 1
+    pairs = np.where(eye, 0.0, _others(rows))
+    return _ungrouped(np.sum(pairs * values[..., None, :], axis=-1), order)
+
+
+def _grouped(x, axis):
+    """``x`` with the reduced axes moved last and merged into one, and how to undo that."""
     axes = tuple(range(np.ndim(x))) if axis is None else np.atleast_1d(axis)
     axes = tuple(int(a) % np.ndim(x) for a in axes)
-    kept = [a for a in range(np.ndim(x)) if a not in axes]
-    moved = np.transpose(x, kept + list(axes))
-    flat = moved.reshape((*moved.shape[: len(kept)], -1))
+    order = [a for a in range(np.ndim(x)) if a not in axes] + list(axes)
+    moved = np.transpose(x, order)
+    return moved.reshape((*moved.shape[: np.ndim(x) - len(axes)], -1)), (order, moved.shape)
+
+
+def _ungrouped(flat, undo):
+    """The inverse of ``_grouped``."""
+    order, shape = undo
+    return np.transpose(flat.reshape(shape), np.argsort(order))
+
+
+def _others(flat):
+    """The product of the other elements along the last axis, zeros allowed."""
     ones = np.ones_like(flat[..., :1])
     before = np.cumprod(np.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
     after = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
-    others = np.transpose((before * after).reshape(moved.shape), np.argsort(kept + list(axes)))
-    return others * restore_axes(g, x, axis, keepdims)
+    return before * after
 
 
 def matmul_adjoint_a(g, a, b):
@@ -141,6 +171,20 @@ def split_adjoint(g, arrays, axis):
         return [np.reshape(p, np.shape(a)) for p, a in zip(np.split(g, ends), arrays, strict=True)]
     ends = np.cumsum([np.shape(a)[axis] for a in arrays])[:-1]
     return np.split(g, ends, axis=axis)
+
+
+def split_part(g, arrays, axis, i):
+    """The piece of ``g`` for the ``i``-th array joined by ``np.concatenate(arrays, axis)``."""
+    return split_adjoint(g, arrays, axis)[i]
+
+
+def join_part(part, g, arrays, axis, i):
+    """``part`` as piece ``i`` of zeros shaped like ``g`` (the transpose of ``split_part``)."""
+    pieces = [np.zeros_like(piece) for piece in split_adjoint(g, arrays, axis)]
+    pieces[i] = part
+    if axis is None:  # the arrays were flattened first
+        return np.concatenate([np.ravel(piece) for piece in pieces])
+    return np.concatenate(pieces, axis=axis)
 
 
 def contraction(a, b, a_axis, b_axis):
@@ -259,8 +303,9 @@ def forward_jacobian(jvp, args, wrt):
     """
     if any(isinstance(args[k], dict | list | tuple) for k in wrt):
         raise TypeError(
-            "forward mode differentiates arrays and numbers; use reverse mode for "
-            "structured parameters"
+            "forward mode (grad or jacobian with mode='forward', and hessian) differentiates "
+            "arrays and numbers, not structured parameters: use reverse mode for a gradient, "
+            "or pass the arrays as separate parameters"
         )
     zeros = [np.zeros(np.shape(args[k])) if np.ndim(args[k]) else 0.0 for k in wrt]
     value, partials = None, []
@@ -304,9 +349,15 @@ HELPERS = {
     "extreme_adjoint": extreme_adjoint,
     "extreme_tangent": extreme_tangent,
     "prod_adjoint": prod_adjoint,
+    "prod_pairs": prod_pairs,
+    "_grouped": _grouped,
+    "_ungrouped": _ungrouped,
+    "_others": _others,
     "matmul_adjoint_a": matmul_adjoint_a,
     "matmul_adjoint_b": matmul_adjoint_b,
     "split_adjoint": split_adjoint,
+    "split_part": split_part,
+    "join_part": join_part,
     "contraction": contraction,
     "contraction_adjoint_a": contraction_adjoint_a,
     "contraction_adjoint_b": contraction_adjoint_b,
@@ -333,10 +384,16 @@ HELPER_DEPENDENCIES = {
     "restore_axes": (),
     "extreme_adjoint": ("restore_axes",),
     "extreme_tangent": ("extreme_adjoint",),
-    "prod_adjoint": ("restore_axes",),
+    "prod_adjoint": ("restore_axes", "_grouped", "_ungrouped", "_others"),
+    "prod_pairs": ("_grouped", "_ungrouped", "_others"),
+    "_grouped": (),
+    "_ungrouped": (),
+    "_others": (),
     "matmul_adjoint_a": ("unbroadcast",),
     "matmul_adjoint_b": ("unbroadcast",),
     "split_adjoint": (),
+    "split_part": ("split_adjoint",),
+    "join_part": ("split_adjoint",),
     "contraction": (),
     "contraction_adjoint_a": ("unbroadcast",),
     "contraction_adjoint_b": ("unbroadcast",),

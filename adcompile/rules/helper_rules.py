@@ -9,9 +9,11 @@ contraction adjoints are bilinear, so the other operand has an adjoint too. An a
 passed only for its shape (``unbroadcast(g, x)``'s ``x``) has none, and neither do the
 positions of the extremes in ``extreme_adjoint``: they are piecewise constant.
 
-``prod_adjoint``, ``split_adjoint`` and ``gradient_like`` have no rules: second derivatives
-through ``np.prod``, ``np.concatenate`` or a structured parameter are not supported, and the
-compiler says so where the derivative would be needed.
+A generated gradient's ``split_adjoint`` (the pieces of ``np.concatenate``'s adjoint, one per
+array) and ``gradient_like`` (a parameter's gradient assembled from its parts) are read back
+as ``split_part`` and ``scatter`` calls (``lower_arrays.py``). ``prod_pairs`` (np.prod's
+second derivative) has no rule: third derivatives through ``np.prod`` are not supported, and
+the compiler says so.
 """
 
 import numpy as np
@@ -22,10 +24,15 @@ from .array_helpers import (
     contraction_adjoint_b,
     extreme_adjoint,
     extreme_tangent,
+    join_part,
     matmul_adjoint_a,
     matmul_adjoint_b,
+    prod_adjoint,
+    prod_pairs,
     rebroadcast,
+    restore_axes,
     scatter,
+    split_part,
     trace_adjoint,
     unbroadcast,
 )
@@ -159,3 +166,51 @@ def trace_adjoint_rule(part, x, result, g):
 @array_tangent(trace_adjoint)
 def trace_adjoint_tangent(part, x, result, g):
     return trace_adjoint(g, x), None
+
+
+@array_rule(split_part)
+def split_part_rule(whole, result, g, *, arrays, axis, i):
+    return join_part(g, whole, arrays, axis, i)
+
+
+@array_tangent(split_part)
+def split_part_tangent(whole, result, g, *, arrays, axis, i):
+    return split_part(g, arrays, axis, i)
+
+
+@array_rule(join_part)
+def join_part_rule(part, like, result, g, *, arrays, axis, i):
+    return split_part(g, arrays, axis, i), None
+
+
+@array_tangent(join_part)
+def join_part_tangent(part, like, result, g, *, arrays, axis, i):
+    return join_part(g, like, arrays, axis, i), None
+
+
+@array_rule(restore_axes)
+def restore_axes_rule(part, x, result, g, *, axis, keepdims):
+    return np.reshape(g, np.shape(part)), None
+
+
+@array_tangent(restore_axes)
+def restore_axes_tangent(part, x, result, g, *, axis, keepdims):
+    return restore_axes(g, x, axis, keepdims), None
+
+
+@array_rule(prod_adjoint)
+def prod_adjoint_rule(part, x, result, g, *, axis, keepdims):
+    return (
+        np.sum(
+            prod_adjoint(np.ones_like(part), x, axis, keepdims) * g, axis=axis, keepdims=keepdims
+        ),
+        prod_pairs(g * restore_axes(part, x, axis, keepdims), x, axis),
+    )
+
+
+@array_tangent(prod_adjoint)
+def prod_adjoint_tangent(part, x, result, g, *, axis, keepdims):
+    return (
+        prod_adjoint(g, x, axis, keepdims),
+        prod_pairs(g, x, axis) * restore_axes(part, x, axis, keepdims),
+    )
