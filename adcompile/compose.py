@@ -231,23 +231,39 @@ def _forward_over_forward(fn: Callable[..., Any], wrt: Wrt) -> Callable[..., Any
 
 
 def _basis(args: tuple, k: int) -> Iterator[list[Any]]:
-    """Tangents for every argument: zeros, but one element of argument ``k`` set to 1."""
-    import numpy as np
+    """Tangents for every argument: zeros, but one element of (a leaf of) argument ``k`` 1."""
+    import numpy as np  # only array code gets here
 
-    zeros = [np.zeros(np.shape(a)) if np.ndim(a) else 0.0 for a in args]
-    for i in range(np.size(args[k])):
-        direction = list(zeros)
-        if np.ndim(args[k]):
-            direction[k] = np.zeros(np.shape(args[k]))
-            direction[k].flat[i] = 1.0
-        else:
-            direction[k] = 1.0
-        yield direction
+    from .rules.array_helpers import _leaves, _rebuilt, _unit, _zero
+
+    zeros = [_rebuilt(a, iter([_zero(leaf) for leaf in _leaves(a)])) for a in args]
+    leaves = _leaves(args[k])
+    for n, leaf in enumerate(leaves):
+        for i in range(int(np.size(leaf))):
+            basis = [_zero(other) for other in leaves]
+            basis[n] = _unit(leaf, i)
+            direction = list(zeros)
+            direction[k] = _rebuilt(args[k], iter(basis))
+            yield direction
 
 
 def _rows_stacked(rows: list[Any], arg: Any) -> Any:
-    """Rows of the Hessian, one per element of ``arg``, as one array of ``arg``'s shape first."""
-    import numpy as np
+    """Rows of the Hessian, one per element of ``arg`` (each shaped like another parameter),
+    as blocks shaped like ``arg``, each leaf's axes first."""
+    import numpy as np  # only array code gets here
 
-    stacked = np.stack([np.asarray(row) for row in rows])
-    return stacked.reshape(np.shape(arg) + stacked.shape[1:])
+    from .rules.array_helpers import _leaves, _rebuilt
+
+    blocks, start = [], 0
+    for leaf in _leaves(arg):
+        size = int(np.size(leaf))
+        chunk = [_leaves(row) for row in rows[start : start + size]]
+        start += size
+        stacked = [
+            np.stack([np.asarray(row[m]) for row in chunk]).reshape(
+                np.shape(leaf) + np.shape(chunk[0][m])
+            )
+            for m in range(len(chunk[0]))
+        ]
+        blocks.append(_rebuilt(rows[0], iter(stacked)))
+    return _rebuilt(arg, iter(blocks))

@@ -221,10 +221,19 @@ def fill_placeholders(template: ast.expr, operands: list[ast.expr]) -> ast.expr:
         return ast.BinOp(left=operands[0], op=template.op, right=operands[1])
     if cls is ast.UnaryOp:
         return ast.UnaryOp(op=template.op, operand=operands[0])
-    if cls is ast.Call and not template.keywords and len(template.args) == len(operands):
+    if (
+        cls is ast.Call
+        and not template.keywords
+        and len(template.args) == len(operands)
+        and all(_is_placeholder(arg, i) for i, arg in enumerate(template.args))
+    ):
         return ast.Call(func=clone(template.func), args=operands, keywords=[])
     lookup = {ARG_PLACEHOLDER.format(i): op for i, op in enumerate(operands)}
     return substitute(template, lookup)
+
+
+def _is_placeholder(node: ast.expr, i: int) -> bool:
+    return node.__class__ is ast.Name and node.id == ARG_PLACEHOLDER.format(i)
 
 
 def assignment_counts(block: list[Stmt]) -> dict[str, int]:

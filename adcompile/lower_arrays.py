@@ -22,7 +22,7 @@ import types
 from . import messages
 from .astutil import walk
 from .errors import NoDerivativeError, UnsupportedSyntaxError
-from .ir import ARG_PLACEHOLDER, Apply, Atom, Copy, Opaque, Var, atom_expr
+from .ir import ARG_PLACEHOLDER, Apply, Atom, Copy, Opaque, Var
 from .rules import Rule
 from .rules.registry import REQUIRED, array_rules, lookup_rule
 
@@ -187,41 +187,26 @@ class ArrayLowering:
         return self.helpers[name]
 
     def _assembled_gradient(self, node: ast.Call, target: str) -> bool:
-        """``gradient_like(x, {0: b0, 2: b2})`` read back, for an array ``x``.
+        """``gradient_like(x, {0: b0, 2: b2})`` read back: ``assemble([b0, b2], x, paths)``.
 
-        It becomes ``unbroadcast(scatter(b0, x, 0) + scatter(b2, x, 2), x)``: primitives
-        with rules. (A dict or list ``x`` would make ``scatter`` raise; no transform that
-        differentiates a gradient again accepts structured parameters anyway.)
+        ``assemble`` (``array_helpers.py``) is the same computation with the parts listed: a
+        variadic primitive whose rules pick each part's item of the cotangent or tangent.
         """
         if len(node.args) != 2 or node.keywords or not isinstance(node.args[1], ast.Dict):
             return False
         parts = _flat_parts(node.args[1], ())
         if parts is None:
             return False
-        tree = self._atom(node.args[0])
-        if not parts:  # a parameter nothing reads: zeros of its shape and dtype, a constant
-            zeros = ast.Call(
-                func=ast.Name(id=self._helper_alias("unbroadcast"), ctx=ast.Load()),
-                args=[ast.Constant(value=0.0), atom_expr(tree)],
-                keywords=[],
-            )
-            reads = frozenset({tree.name} if isinstance(tree, Var) else ())
-            self.block.append(Opaque(target, zeros, reads, node.lineno))
-            return True
-        total = None
-        for path, value in parts:
-            term = self._atom(value)
-            if path:  # the adjoint of x[path], put back in place
-                index = path[0] if len(path) == 1 else ast.Tuple(elts=list(path), ctx=ast.Load())
-                term = self._helper_apply("scatter", [term, tree], node, {"index": index})
-            if total is not None:
-                rule = lookup_rule(self.rules, operator.add, 2, arrays=True)
-                shape = ast.BinOp(left=_placeholder(0), op=ast.Add(), right=_placeholder(1))
-                name = self.names.numbered("t")
-                self.block.append(Apply(name, rule, [total, term], shape, node.lineno))
-                term = Var(name)
-            total = term
-        self._helper_apply("unbroadcast", [total, tree], node, {}, target)
+        paths = ast.Tuple(
+            elts=[ast.Tuple(elts=list(path), ctx=ast.Load()) for path, _ in parts], ctx=ast.Load()
+        )
+        listed = ast.List(elts=[value for _, value in parts], ctx=ast.Load())
+        call = ast.copy_location(
+            ast.Call(func=node.func, args=[listed, node.args[0], paths], keywords=[]), node
+        )
+        rule = lookup_rule(self.rules, canonical_helper("assemble"), 1, arrays=True)
+        shown = ast.Name(id=self._helper_alias("assemble"), ctx=ast.Load())
+        self._variadic_call(call, target, rule, shown)
         return True
 
     def _split_pieces(self, node: ast.Call, target: str) -> None:

@@ -443,7 +443,8 @@ class AdjointSweep:
         mapping = self._template_mapping(stmt, g)
         if incoming is not None:
             mapping["g"] = incoming
-        mapping["arrays"] = ast.Tuple(elts=[atom_expr(a) for a in stmt.args], ctx=ast.Load())
+        listed = ast.Tuple(elts=[atom_expr(a) for a in stmt.args], ctx=ast.Load())
+        mapping[stmt.rule.params[0]] = listed  # the template's list parameter (``arrays``)
         parts = self.names.fresh(f"{self.prefix}parts")
         value = fold_static_tests(substitute(stmt.rule.parsed[1][0], mapping))
         out = [assign(parts, value, stmt.line, ADJOINT)]

@@ -2,12 +2,12 @@
 
 A generated array gradient calls helpers (``unbroadcast``, ``matmul_adjoint_a``, ...); read
 back by the compiler they are primitives with rules of their own (``rules/helper_rules.py``).
-Every corpus function (``tests/corpus/arrays.py``) of arrays and numbers gets its Hessian
-checked against Richardson-refined central differences of a gradient that is
+Every corpus function (``tests/corpus/arrays.py``), structured parameters included, gets
+its Hessian checked against Richardson-refined central differences of a gradient that is
 itself verified: the hand-written backward where the corpus has one, else adcompile's
 first-order gradient (checked against differences of the function in
-``test_array_gradients.py``); structured parameters must be refused with a clear error. Mixed
-and third derivatives are checked against closed forms.
+``test_array_gradients.py``). A structured parameter's Hessian is structured as
+``jax.hessian``'s is. Mixed and third derivatives are checked against closed forms.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import pytest
 
 import adcompile
 from adcompile import NoDerivativeError, grad, hessian
+from tests.array_reference import tree_leaves, tree_map, tree_replace
 from tests.corpus.arrays import CASES, ArrayCase
 from tests.test_array_gradients import _loop_cases
 
@@ -34,46 +35,64 @@ def _structured(case: ArrayCase, args: tuple[Any, ...]) -> bool:
     return any(isinstance(args[k], dict | list | tuple) for k in case.wrt)
 
 
-SUPPORTED = [c for c in CASES if not _structured(c, _args(c))]
+PLAIN = [c for c in CASES if not _structured(c, _args(c))]
 
 
-def _replaced(args: Sequence[Any], k: int, index: tuple[int, ...], delta: float) -> list[Any]:
-    """``args`` with element ``index`` of argument ``k`` moved by ``delta`` (float64)."""
+def _moved(args: Sequence[Any], k: int, path: tuple, index: tuple, delta: float) -> list[Any]:
+    """``args`` with element ``index`` of the leaf at ``path`` of argument ``k`` moved by
+    ``delta`` (in float64; a number stays a number)."""
+    leaf = np.array(dict(tree_leaves(args[k]))[path], dtype=np.float64)
+    leaf[index] += delta
     moved = list(args)
-    value = np.array(args[k], dtype=np.float64)
-    value[index] += delta
-    moved[k] = value if np.ndim(args[k]) else float(value)
+    moved[k] = tree_replace(args[k], path, leaf if leaf.ndim else float(leaf))
     return moved
 
 
-def hessian_by_differences(
-    gradient: Callable[..., Any], args: Sequence[Any], wrt: Sequence[int]
-) -> list[list[np.ndarray]]:
-    """Blocks ``H[i][j]`` (shape ``wrt_i + wrt_j``) by Richardson-refined central differences
-    of ``gradient`` (which returns one partial per ``wrt`` index)."""
-    blocks: list[list[list[np.ndarray]]] = [[[] for _ in wrt] for _ in wrt]
+def _at(tree: Any, path: tuple) -> Any:
+    """The item of ``tree`` at ``path``."""
+    for key in path:
+        tree = tree[key]
+    return tree
+
+
+def assert_hessian_matches_differences(
+    got: Any,
+    gradient: Callable[..., Any],
+    args: Sequence[Any],
+    wrt: Sequence[int],
+    **tolerance: float,
+) -> None:
+    """Every element of the Hessian blocks ``got[i][j]`` (structured like ``jax.hessian``'s: the
+    output's structure, then the input's) against Richardson-refined central differences of
+    ``gradient``, which returns one partial (a tree like its parameter) per ``wrt`` index."""
     for j, k in enumerate(wrt):
-        for index in np.ndindex(np.shape(args[k])):
-            h = 1e-4 * max(1.0, abs(float(np.asarray(args[k])[index])))
+        for path, leaf in tree_leaves(args[k]):
+            for index in np.ndindex(np.shape(leaf)):
+                h = 1e-4 * max(1.0, abs(float(np.asarray(leaf)[index])))
 
-            def central(step: float, k: int = k, index: tuple[int, ...] = index) -> list:
-                plus = gradient(*_replaced(args, k, index, step))
-                minus = gradient(*_replaced(args, k, index, -step))
-                return [(np.asarray(p, float) - np.asarray(m, float)) / (2 * step)
-                        for p, m in zip(plus, minus, strict=True)]  # fmt: skip
+                def central(
+                    step: float, k: int = k, path: tuple = path, index: tuple = index
+                ) -> list:
+                    plus = gradient(*_moved(args, k, path, index, step))
+                    minus = gradient(*_moved(args, k, path, index, -step))
+                    return [tree_map(np.asarray, p) for p in plus], [
+                        tree_map(np.asarray, m) for m in minus
+                    ]
 
-            coarse, fine = central(h), central(h / 2)
-            for i in range(len(wrt)):
-                blocks[i][j].append((4 * fine[i] - coarse[i]) / 3)
-    return [
-        [
-            np.moveaxis(np.stack(columns), 0, -1).reshape(
-                np.shape(args[wrt[i]]) + np.shape(args[k])
-            )
-            for columns, k in zip(row, wrt, strict=True)
-        ]
-        for i, row in enumerate(blocks)
-    ]
+                (coarse_p, coarse_m), (fine_p, fine_m) = central(h), central(h / 2)
+                for i in range(len(wrt)):
+                    for out_path, _ in tree_leaves(coarse_p[i]):
+                        coarse = (_at(coarse_p[i], out_path) - _at(coarse_m[i], out_path)) / (2 * h)
+                        fine = (_at(fine_p[i], out_path) - _at(fine_m[i], out_path)) / h
+                        expected = (4 * fine - coarse) / 3
+                        block = np.asarray(_at(_at(got[i][j], out_path), path))
+                        assert block.shape == np.shape(expected) + np.shape(leaf), (
+                            i,
+                            j,
+                            out_path,
+                            path,
+                        )
+                        np.testing.assert_allclose(block[(..., *index)], expected, **tolerance)
 
 
 def _as_blocks(result: Any) -> list[list[Any]]:
@@ -85,8 +104,7 @@ def _reference_gradient(case: ArrayCase) -> Callable[..., Any]:
     """The hand-written backward, or else adcompile's verified first-order gradient."""
     if case.grad is not None:
         return case.grad
-    compiled = grad(case.fn, wrt=tuple(case.wrt))
-    return lambda *args: compiled(*args) if len(case.wrt) > 1 else (compiled(*args),)
+    return grad(case.fn, wrt=tuple(case.wrt))  # a tuple wrt: a tuple of partials
 
 
 def _tolerance(args: Sequence[Any]) -> dict[str, float]:
@@ -95,19 +113,16 @@ def _tolerance(args: Sequence[Any]) -> dict[str, float]:
     return {"rtol": 2e-3, "atol": 2e-3} if single else {"rtol": 1e-6, "atol": 1e-6}
 
 
-@pytest.mark.parametrize("case", SUPPORTED, ids=[c.name for c in SUPPORTED])
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_hessian_matches_differences_of_a_verified_gradient(case: ArrayCase) -> None:
     args = _args(case)
     wrt = tuple(case.wrt)
     got = _as_blocks(hessian(case.fn, wrt=wrt)(*args))
-    expected = hessian_by_differences(_reference_gradient(case), args, wrt)
-    for i in range(len(wrt)):
-        for j in range(len(wrt)):
-            assert np.shape(got[i][j]) == expected[i][j].shape, (i, j)
-            np.testing.assert_allclose(got[i][j], expected[i][j], **_tolerance(args))
+    reference = _reference_gradient(case)
+    assert_hessian_matches_differences(got, reference, args, wrt, **_tolerance(args))
 
 
-@pytest.mark.parametrize("case", SUPPORTED, ids=[c.name for c in SUPPORTED])
+@pytest.mark.parametrize("case", PLAIN, ids=[c.name for c in PLAIN])
 def test_hessian_blocks_are_symmetric(case: ArrayCase) -> None:
     args = _args(case)
     wrt = tuple(case.wrt)
@@ -120,7 +135,7 @@ def test_hessian_blocks_are_symmetric(case: ArrayCase) -> None:
             np.testing.assert_allclose(left, right.T, **_tolerance(args))
 
 
-ARRAY_FIRST = [c for c in SUPPORTED if np.ndim(_args(c)[c.wrt[0]]) > 0]
+ARRAY_FIRST = [c for c in PLAIN if np.ndim(_args(c)[c.wrt[0]]) > 0]
 
 
 @pytest.mark.parametrize("case", ARRAY_FIRST, ids=[c.name for c in ARRAY_FIRST])
@@ -132,13 +147,25 @@ def test_reverse_over_reverse_agrees_with_forward_over_reverse(case: ArrayCase) 
     np.testing.assert_allclose(by_vjps, hessian(case.fn, wrt=k)(*args), **_tolerance(args))
 
 
-def test_hessian_of_a_structured_parameter_says_so() -> None:
-    structured = [c for c in CASES if _structured(c, _args(c))]
-    assert structured
-    for case in structured:
-        hessian_of = hessian(case.fn, wrt=tuple(case.wrt))
-        with pytest.raises(TypeError, match="hessian\\) differentiates arrays and numbers"):
-            hessian_of(*_args(case))
+def dict_loss(params, x):
+    h = np.tanh(params["W"] @ x + params["b"])
+    return np.sum(h * h) + params["scale"] * np.sum(x)
+
+
+def test_hessian_of_a_dict_is_a_dict_of_dicts_like_jax() -> None:
+    rng = np.random.default_rng(8)
+    params = {"W": rng.normal(size=(3, 2)), "b": rng.normal(size=3), "scale": 0.5}
+    x = rng.normal(size=2)
+    blocks = hessian(dict_loss, wrt="params")(params, x)
+    assert list(blocks) == ["W", "b", "scale"]
+    assert all(list(row) == ["W", "b", "scale"] for row in blocks.values())
+    assert blocks["W"]["b"].shape == (3, 2, 3)
+    assert blocks["scale"]["W"].shape == (3, 2)
+    assert np.shape(blocks["scale"]["scale"]) == ()
+    compiled = grad(dict_loss, wrt="params")
+    assert_hessian_matches_differences(
+        [[blocks]], lambda *a: (compiled(*a),), (params, x), (0,), rtol=1e-6, atol=1e-7
+    )
 
 
 def product_of_scaled(s, x):
@@ -162,10 +189,7 @@ def test_third_derivatives_through_np_prod_say_so() -> None:
 )
 def test_hessian_through_loops_and_branches(fn, args, wrt) -> None:
     got = _as_blocks(hessian(fn, wrt=wrt)(*args))
-    expected = hessian_by_differences(grad(fn, wrt=wrt), args, wrt)
-    for i in range(len(wrt)):
-        for j in range(len(wrt)):
-            np.testing.assert_allclose(got[i][j], expected[i][j], rtol=1e-6, atol=1e-6)
+    assert_hessian_matches_differences(got, grad(fn, wrt=wrt), args, wrt, rtol=1e-6, atol=1e-6)
 
 
 # ----- grad of grad, mixed partials and third derivatives, against closed forms -------------
@@ -242,3 +266,21 @@ def test_jvp_of_a_generated_gradient_names_stay_fresh() -> None:
     jac = adcompile.jacobian(grad(f, wrt="x"), wrt="unbroadcast", mode="forward")
     x, u, b = np.ones(3), np.arange(3.0), np.full(3, 2.0)
     np.testing.assert_allclose(jac(x, u, b), np.diag(b), rtol=0, atol=0)
+
+
+def loop_with_dict(params, x):
+    for _ in range(3):
+        x = np.tanh(params["W"] @ x + params["b"])
+    return np.sum(x * x)
+
+
+def test_hessian_of_a_dict_through_a_loop() -> None:
+    rng = np.random.default_rng(12)
+    params = {"W": 0.5 * rng.normal(size=(2, 2)), "b": rng.normal(size=2)}
+    x = rng.normal(size=2)
+    blocks = hessian(loop_with_dict, wrt=("params", "x"))(params, x)
+    assert blocks[0][0]["W"]["b"].shape == (2, 2, 2)
+    assert blocks[0][1]["b"].shape == (2, 2)
+    assert blocks[1][0]["W"].shape == (2, 2, 2)
+    gradient = grad(loop_with_dict, wrt=("params", "x"))
+    assert_hessian_matches_differences(blocks, gradient, (params, x), (0, 1), rtol=1e-6, atol=1e-7)

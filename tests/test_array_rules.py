@@ -33,6 +33,7 @@ import pytest
 
 from adcompile.rules import RuleTable
 from adcompile.rules.array_helpers import (
+    assemble,
     check_scalar,
     contraction,
     contraction_adjoint_a,
@@ -715,6 +716,22 @@ def split_cases(join: bool) -> list[Case]:
 
 CASES[(split_part, 1)] = split_cases(join=False)
 CASES[(join_part, 2)] = split_cases(join=True)
+
+# assemble(parts, tree, paths): a gradient shaped like ``tree`` from parts at index paths.
+# Dict and list trees are checked end to end (Hessians of structured parameters in
+# test_array_higher_order.py); here the tree is an array, as for ``x[0]`` leaves.
+ASSEMBLE_TREE = np.zeros((4, 5))
+CASES[(assemble, 1)] = [
+    Case(label, shapes, statics={"tree": ASSEMBLE_TREE, "paths": paths})
+    for label, shapes, paths in (
+        ("rows", ((5,), (5,), (5,)), ((0,), (2,), (-1,))),
+        ("whole-and-row", ((4, 5), (5,)), ((), (1,))),
+        ("repeated-row", ((5,), (5,)), ((1,), (1,))),
+        ("element", (None,), ((0, 2),)),
+        ("broadcast-whole", ((3, 4, 5),), ((),)),
+        ("none", (), ()),
+    )
+]
 
 
 def missing_cases(rules: Sequence[Rule]) -> list[str]:

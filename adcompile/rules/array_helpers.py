@@ -297,47 +297,118 @@ def check_scalar(value):
 def forward_jacobian(jvp, args, wrt):
     """``(value, partials)`` by forward mode: one ``jvp`` call per element of each argument.
 
-    Each partial has the shape ``value.shape + argument.shape`` (for a tuple value, a tuple
-    of such arrays, one per element). Forward mode carries one direction per pass, so an
-    array of n elements takes n passes; reverse mode takes one per output element.
+    Each partial has the shape ``value.shape + argument.shape``. A tuple (or dict, list)
+    value gives one such partial per item; a structured argument gives a partial shaped like
+    it, one array per leaf (as ``jax.jacfwd`` does). Forward mode carries one direction per
+    pass, so an array of n elements takes n passes; reverse mode takes one per output element.
     """
-    if any(isinstance(args[k], dict | list | tuple) for k in wrt):
-        raise TypeError(
-            "forward mode (grad or jacobian with mode='forward', and hessian) differentiates "
-            "arrays and numbers, not structured parameters: use reverse mode for a gradient, "
-            "or pass the arrays as separate parameters"
-        )
-    zeros = [np.zeros(np.shape(args[k])) if np.ndim(args[k]) else 0.0 for k in wrt]
+    zeros = [_rebuilt(args[k], iter([_zero(leaf) for leaf in _leaves(args[k])])) for k in wrt]
     value, partials = None, []
     for position, k in enumerate(wrt):
+        leaves = _leaves(args[k])
         columns = []
-        for i in range(np.size(args[k])):
-            tangents = list(zeros)
-            tangents[position] = np.zeros(np.shape(args[k])) if np.ndim(args[k]) else 1.0
-            if np.ndim(args[k]):
-                tangents[position].flat[i] = 1.0
-            value, slope = jvp(*args, *tangents)
-            columns.append(slope)
-        partials.append(_stacked(columns, np.shape(args[k])))
+        for n, leaf in enumerate(leaves):
+            for i in range(int(np.size(leaf))):
+                basis = [_zero(other) for other in leaves]
+                basis[n] = _unit(leaf, i)
+                tangents = list(zeros)
+                tangents[position] = _rebuilt(args[k], iter(basis))
+                value, slope = jvp(*args, *tangents)
+                columns.append(slope)
+        partials.append(_stacked(columns, args[k]))
     return value, partials
 
 
-def _stacked(columns, shape):
-    """Derivatives along each element of an input of ``shape``, as one array of the output's
-    shape followed by ``shape`` (a tuple of arrays for a tuple output)."""
-    if isinstance(columns[0], tuple):
-        return tuple(_stacked(list(column), shape) for column in zip(*columns, strict=True))
-    stacked = np.stack([np.asarray(column) for column in columns], axis=-1)
-    return stacked.reshape(stacked.shape[:-1] + shape)
+def _stacked(columns, arg):
+    """Derivatives of an output along each element of the input ``arg``, as one array per
+    output leaf and input leaf, of the output leaf's shape followed by the input leaf's."""
+    first = columns[0]
+    if isinstance(first, dict):
+        return {key: _stacked([column[key] for column in columns], arg) for key in first}
+    if isinstance(first, list | tuple):
+        items = [_stacked([column[i] for column in columns], arg) for i in range(len(first))]
+        return type(first)(items)
+    blocks, start = [], 0
+    for leaf in _leaves(arg):
+        size = int(np.size(leaf))
+        stacked = np.stack([np.asarray(c) for c in columns[start : start + size]], axis=-1)
+        blocks.append(stacked.reshape(stacked.shape[:-1] + np.shape(leaf)))
+        start += size
+    return _rebuilt(arg, iter(blocks))
+
+
+def _leaves(tree):
+    """The arrays and numbers of a (nested) dict, list or tuple, in order."""
+    if isinstance(tree, dict):
+        return [leaf for value in tree.values() for leaf in _leaves(value)]
+    if isinstance(tree, list | tuple):
+        return [leaf for value in tree for leaf in _leaves(value)]
+    return [tree]
+
+
+def _rebuilt(tree, leaves):
+    """A structure like ``tree`` holding the next items of the iterator ``leaves``."""
+    if isinstance(tree, dict):
+        return {key: _rebuilt(value, leaves) for key, value in tree.items()}
+    if isinstance(tree, list | tuple):
+        return type(tree)([_rebuilt(value, leaves) for value in tree])
+    return next(leaves)
+
+
+def _zero(leaf):
+    """A zero tangent for ``leaf``."""
+    return np.zeros(np.shape(leaf)) if np.ndim(leaf) else 0.0
+
+
+def _unit(leaf, i):
+    """The tangent of ``leaf`` that is 1 at its element ``i`` and 0 elsewhere."""
+    if not np.ndim(leaf):
+        return 1.0
+    unit = np.zeros(np.shape(leaf))
+    unit.flat[i] = 1.0
+    return unit
 
 
 def forward_gradient(jvp, args, wrt, bare, with_value):
     """A gradient by forward mode (``forward_jacobian`` of a scalar function)."""
     value, partials = forward_jacobian(jvp, args, wrt)
     check_scalar(value)
-    grads = [unbroadcast(partial, args[k]) for partial, k in zip(partials, wrt, strict=True)]
+    grads = [
+        _rebuilt(
+            args[k],
+            iter(
+                [unbroadcast(p, x) for p, x in zip(_leaves(partial), _leaves(args[k]), strict=True)]
+            ),
+        )
+        for partial, k in zip(partials, wrt, strict=True)
+    ]
     result = grads[0] if bare else tuple(grads)
     return (value, result) if with_value else result
+
+
+def assemble(parts, tree, paths):
+    """``tree``'s gradient from the adjoints ``parts`` of its items at ``paths``.
+
+    ``gradient_like`` with the parts listed: how a generated gradient's
+    ``gradient_like(params, {'W': b_W, ...})`` is read back when it is differentiated again.
+    """
+    nested = {}
+    for part, path in zip(parts, paths, strict=True):
+        for key in reversed(path):
+            part = {key: part}
+        nested = _merged(nested, part if type(part) is dict else {(): part})
+    return gradient_like(tree, nested)
+
+
+def assemble_adjoint(g, parts, paths):
+    """The adjoints of ``assemble``'s parts: each one's item of ``g``, in the part's shape."""
+    out = []
+    for part, path in zip(parts, paths, strict=True):
+        item = g
+        for key in path:
+            item = item[key]
+        out.append(rebroadcast(item, part))
+    return out
 
 
 HELPERS = {
@@ -366,9 +437,15 @@ HELPERS = {
     "_merged": _merged,
     "_add_parts": _add_parts,
     "check_scalar": check_scalar,
-    "_stacked": _stacked,
     "forward_jacobian": forward_jacobian,
+    "_stacked": _stacked,
+    "_leaves": _leaves,
+    "_rebuilt": _rebuilt,
+    "_zero": _zero,
+    "_unit": _unit,
     "forward_gradient": forward_gradient,
+    "assemble": assemble,
+    "assemble_adjoint": assemble_adjoint,
 }
 for _name, _helper in HELPERS.items():
     # Generated modules' copies carry the same tag (``api.py``): the compiler reads their
@@ -402,7 +479,13 @@ HELPER_DEPENDENCIES = {
     "_merged": (),
     "_add_parts": (),
     "check_scalar": (),
-    "_stacked": (),
-    "forward_jacobian": ("_stacked",),
-    "forward_gradient": ("forward_jacobian", "unbroadcast", "check_scalar"),
+    "forward_jacobian": ("_stacked", "_leaves", "_rebuilt", "_zero", "_unit"),
+    "_stacked": ("_leaves", "_rebuilt"),
+    "_leaves": (),
+    "_rebuilt": (),
+    "_zero": (),
+    "_unit": (),
+    "forward_gradient": ("forward_jacobian", "unbroadcast", "check_scalar", "_leaves", "_rebuilt"),
+    "assemble": ("gradient_like", "_merged"),
+    "assemble_adjoint": ("rebroadcast",),
 }

@@ -11,7 +11,7 @@ positions of the extremes in ``extreme_adjoint``: they are piecewise constant.
 
 A generated gradient's ``split_adjoint`` (the pieces of ``np.concatenate``'s adjoint, one per
 array) and ``gradient_like`` (a parameter's gradient assembled from its parts) are read back
-as ``split_part`` and ``scatter`` calls (``lower_arrays.py``). ``prod_pairs`` (np.prod's
+as ``split_part`` and ``assemble`` calls (``lower_arrays.py``). ``prod_pairs`` (np.prod's
 second derivative) has no rule: third derivatives through ``np.prod`` are not supported, and
 the compiler says so.
 """
@@ -19,6 +19,8 @@ the compiler says so.
 import numpy as np
 
 from .array_helpers import (
+    assemble,
+    assemble_adjoint,
     contraction,
     contraction_adjoint_a,
     contraction_adjoint_b,
@@ -214,3 +216,13 @@ def prod_adjoint_tangent(part, x, result, g, *, axis, keepdims):
         prod_adjoint(g, x, axis, keepdims),
         prod_pairs(g, x, axis) * restore_axes(part, x, axis, keepdims),
     )
+
+
+@array_rule(assemble, variadic=True)
+def assemble_rule(parts, result, g, *, tree, paths):
+    return assemble_adjoint(g, parts, paths)
+
+
+@array_tangent(assemble, variadic=True)
+def assemble_tangent(parts, result, g, *, tree, paths):
+    return assemble(g, tree, paths)
