@@ -403,3 +403,17 @@ def test_forward_mode_spreads_the_tangent_of_a_broadcast_operand(fn, args, wrt) 
         fn, args, [np.ones_like(a) if a is args[0] else 0 * a for a in args]
     )
     assert np.shape(value) == np.shape(slope)
+
+
+def joined_with_positional_axis(a, b):
+    return np.sum(np.concatenate((a, b), 0) ** 2) + np.sum(np.stack([a[:2], b[:2]], 1) * a[0])
+
+
+def test_a_positional_axis_after_a_list_of_arrays() -> None:
+    """``np.concatenate((a, b), 0)`` keeps its list in the forward code (it once became a call
+    of the two operands)."""
+    rng = np.random.default_rng(13)
+    args = (rng.normal(size=3), rng.normal(size=4))
+    check_gradient(
+        joined_with_positional_axis, grad(joined_with_positional_axis, wrt=(0, 1)), args, (0, 1)
+    )
