@@ -232,19 +232,9 @@ def _forward_over_forward(fn: Callable[..., Any], wrt: Wrt) -> Callable[..., Any
 
 def _basis(args: tuple, k: int) -> Iterator[list[Any]]:
     """Tangents for every argument: zeros, but one element of (a leaf of) argument ``k`` 1."""
-    import numpy as np  # only array code gets here
+    from .rules.array_helpers import _basis, _zeros_like
 
-    from .rules.array_helpers import _leaves, _rebuilt, _unit, _zero
-
-    zeros = [_rebuilt(a, iter([_zero(leaf) for leaf in _leaves(a)])) for a in args]
-    leaves = _leaves(args[k])
-    for n, leaf in enumerate(leaves):
-        for i in range(int(np.size(leaf))):
-            basis = [_zero(other) for other in leaves]
-            basis[n] = _unit(leaf, i)
-            direction = list(zeros)
-            direction[k] = _rebuilt(args[k], iter(basis))
-            yield direction
+    return _basis([_zeros_like(a) for a in args], k, args[k])
 
 
 def _rows_stacked(rows: list[Any], arg: Any) -> Any:

@@ -302,21 +302,33 @@ def forward_jacobian(jvp, args, wrt):
     it, one array per leaf (as ``jax.jacfwd`` does). Forward mode carries one direction per
     pass, so an array of n elements takes n passes; reverse mode takes one per output element.
     """
-    zeros = [_rebuilt(args[k], iter([_zero(leaf) for leaf in _leaves(args[k])])) for k in wrt]
+    zeros = [_zeros_like(args[k]) for k in wrt]
     value, partials = None, []
     for position, k in enumerate(wrt):
-        leaves = _leaves(args[k])
         columns = []
-        for n, leaf in enumerate(leaves):
-            for i in range(int(np.size(leaf))):
-                basis = [_zero(other) for other in leaves]
-                basis[n] = _unit(leaf, i)
-                tangents = list(zeros)
-                tangents[position] = _rebuilt(args[k], iter(basis))
-                value, slope = jvp(*args, *tangents)
-                columns.append(slope)
+        for tangents in _basis(zeros, position, args[k]):
+            value, slope = jvp(*args, *tangents)
+            columns.append(slope)
         partials.append(_stacked(columns, args[k]))
     return value, partials
+
+
+def _basis(zeros, position, arg):
+    """Copies of the tangents ``zeros`` whose item ``position`` is, in turn, 1 at each element
+    of (each leaf of) ``arg`` and 0 elsewhere."""
+    leaves = _leaves(arg)
+    for n, leaf in enumerate(leaves):
+        for i in range(int(np.size(leaf))):
+            basis = [_zero(other) for other in leaves]
+            basis[n] = _unit(leaf, i)
+            tangents = list(zeros)
+            tangents[position] = _rebuilt(arg, iter(basis))
+            yield tangents
+
+
+def _zeros_like(tree):
+    """A zero tangent for ``tree`` (an array, a number, or a structure of them)."""
+    return _rebuilt(tree, iter([_zero(leaf) for leaf in _leaves(tree)]))
 
 
 def _stacked(columns, arg):
@@ -438,6 +450,8 @@ HELPERS = {
     "_add_parts": _add_parts,
     "check_scalar": check_scalar,
     "forward_jacobian": forward_jacobian,
+    "_basis": _basis,
+    "_zeros_like": _zeros_like,
     "_stacked": _stacked,
     "_leaves": _leaves,
     "_rebuilt": _rebuilt,
@@ -479,7 +493,9 @@ HELPER_DEPENDENCIES = {
     "_merged": (),
     "_add_parts": (),
     "check_scalar": (),
-    "forward_jacobian": ("_stacked", "_leaves", "_rebuilt", "_zero", "_unit"),
+    "forward_jacobian": ("_basis", "_zeros_like", "_stacked"),
+    "_basis": ("_leaves", "_rebuilt", "_zero", "_unit"),
+    "_zeros_like": ("_leaves", "_rebuilt", "_zero"),
     "_stacked": ("_leaves", "_rebuilt"),
     "_leaves": (),
     "_rebuilt": (),
