@@ -128,8 +128,16 @@ def generate(
     choice = resolve_wrt(core.params, wrt, fs.name)
     inner_kind = "jvp" if by_elements else kind
     body = _transform(core, inner_kind, choice, mode)
+    modules = frozenset(
+        {core.math_alias, core.numpy_alias} if core.array_mode else {core.math_alias}
+    )
     statements = run_passes(
-        body.statements, body.returns, body.temporaries, body.temporary_adjoints, passes
+        body.statements,
+        body.returns,
+        body.temporaries,
+        body.temporary_adjoints,
+        passes,
+        sharing=(lambda: core.names.numbered("t"), modules),
     )
     if core.array_mode:
         statements = finish_array_code(statements, body.primal_of, core.numpy_alias)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from .astutil import clone, loads_in, map_children, names_in, rename_in_place
 from .overlay import SetOverlay
 from .reverse import ADJOINT, TANGENT
+from .share import share_common_subexpressions
 
 _FOLDABLE: dict[type[ast.operator], Callable[[object, object], object]] = {
     ast.Add: operator.add,
@@ -296,7 +297,7 @@ def assign_like(stmt: ast.AugAssign) -> ast.Assign:
     return node
 
 
-PASSES = ("simplify", "zeros", "dead_code", "inline", "copies")
+PASSES = ("simplify", "zeros", "dead_code", "inline", "copies", "share")
 
 
 def choose_passes(optimize: bool | Sequence[str]) -> tuple[str, ...]:
@@ -321,8 +322,13 @@ def optimize(
     temporaries: set[str] = frozenset(),
     temporary_adjoints: set[str] = frozenset(),
     passes: Sequence[str] = PASSES,
+    sharing: tuple[Callable[[], str], frozenset[str]] | None = None,
 ) -> list[ast.stmt]:
-    """Run the chosen passes in order: simplify, zeros, dead code, inline, copies."""
+    """Run the chosen passes in order: simplify, zeros, dead code, inline, copies, share.
+
+    ``sharing`` is what ``share.py`` needs: a source of fresh names and the modules whose
+    calls are pure; without it the share pass is skipped.
+    """
     if "simplify" in passes:
         simplify_adjoints(statements)
     if "zeros" in passes:
@@ -333,6 +339,8 @@ def optimize(
         statements = inline_temporaries(statements, returns, temporaries)
     if "copies" in passes:
         statements = propagate_copies(statements, temporary_adjoints)
+    if "share" in passes and sharing is not None:
+        statements = share_common_subexpressions(statements, *sharing)
     return statements
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import dataclasses
+import gc
 import importlib
 import importlib.util
 import inspect
@@ -144,16 +145,30 @@ def time_budget(seconds: float | None) -> Iterator[None]:
         yield
         return
 
+    expired = []
+
     def expire(signum: int, frame: object) -> None:
+        expired.append(True)
         raise BudgetExceeded(f"more than {seconds:g} s")
 
+    # The alarm may interrupt C code, which can turn the exception into another one (a
+    # SystemError); and it must not land in a garbage-collector callback, where it would be
+    # printed and ignored. So: no collection meanwhile, and any error after expiry is expiry.
+    collecting = gc.isenabled()
+    gc.disable()
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
+    except Exception as exc:
+        if expired:
+            raise BudgetExceeded(f"more than {seconds:g} s") from exc
+        raise
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if collecting:
+            gc.enable()
 
 
 def timed(build: Callable[[], Callable[..., object]]) -> tuple[Callable[..., object], float]:

@@ -8,8 +8,9 @@ def reused_grad(x):
     # adjoint of line 38: return a * a + a * x
     b_reused = 1.0
     b_a = b_reused * x
-    b_x = b_reused * a
-    b_a += 2.0 * (b_reused * a)
+    t3 = b_reused * a
+    b_x = t3
+    b_a += 2.0 * t3
     # adjoint of line 37: a = x * x
     b_x += 2.0 * (b_a * x)
     return b_x
