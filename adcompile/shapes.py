@@ -57,11 +57,21 @@ def shape_facts(fn: CoreFunction) -> ShapeFacts:
         if isinstance(stmt, Copy) and stmt.render is None and isinstance(stmt.source, Var):
             _same_as(facts, stmt.target, stmt.source)
         elif isinstance(stmt, Apply) and not stmt.forward:
-            if stmt.rule.primal in ELEMENTWISE:
+            if getattr(stmt.rule.primal, "adcompile_helper", None) == "unbroadcast":
+                _shaped_as(facts, stmt.target, stmt.args[1])  # a generated gradient read back
+            elif stmt.rule.primal in ELEMENTWISE:
                 _elementwise(facts, stmt)
             elif stmt.rule.primal in REDUCTIONS and _reduces_everything(stmt):
                 facts.scalars.add(stmt.target)
     return facts
+
+
+def _shaped_as(facts: ShapeFacts, target: str, like: Atom) -> None:
+    """``target`` has the shape of the operand ``like``."""
+    if facts.is_scalar(like):
+        facts.scalars.add(target)
+    elif isinstance(like, Var):
+        _same_as(facts, target, like)
 
 
 def _same_as(facts: ShapeFacts, target: str, source: Var) -> None:

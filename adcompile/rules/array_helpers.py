@@ -12,6 +12,8 @@ import numpy as np
 
 def unbroadcast(g, x):
     """The adjoint ``g`` summed down to the shape of ``x`` (undoing broadcasting), in its dtype."""
+    if isinstance(g, float) and isinstance(x, float):
+        return g  # two numbers (np.float64 is a float): nothing was broadcast
     try:
         if g.shape == x.shape and g.dtype == x.dtype:
             return g  # the common case: two arrays, nothing was broadcast
