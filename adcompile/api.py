@@ -72,6 +72,13 @@ MODES = ("reverse", "forward")
 
 def _header(fs: FunctionSource, purpose: str, core: CoreFunction) -> str:
     where = f"{os.path.basename(fs.filename)}, line {fs.node.lineno}"
+    root = fs.origin
+    while getattr(root, "adcompile_recipe", None) is not None:  # a generated function
+        root = root.adcompile_recipe.primal
+    if root is not fs.origin:  # name the user's function, not the generated module
+        code = root.__code__
+        filename = os.path.basename(code.co_filename)
+        where = f"from {root.__name__} in {filename}, line {code.co_firstlineno}"
     needs = "NumPy (and Python's math module)" if core.array_mode else "Python's math module"
     if any(type(v).__name__ == "ndarray" for v in core.constants.values()):
         needs = f"Needs {needs}, and the arrays named below."
