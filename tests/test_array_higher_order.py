@@ -242,6 +242,9 @@ def test_grad_of_an_array_valued_gradient_says_to_reduce() -> None:
 
 def test_hessian_dump_is_a_standalone_module() -> None:
     text = hessian(quadratic_form, wrt="x").source
+    first = text.splitlines()[0]  # names the user's function, not the generated module
+    assert first.startswith("# jvp of quadratic_form_grad (from quadratic_form in "), first
+    assert "test_array_higher_order.py, line " in first
     assert "adcompile" not in text.split("\n", 2)[2]  # past the header comment
     namespace: dict[str, Any] = {}
     exec(compile(text, "<hessian dump>", "exec"), namespace)
