@@ -216,7 +216,7 @@ def _forward_over_forward(fn: Callable[..., Any], wrt: Wrt) -> Callable[..., Any
         blocks = []
         for k in indices:
             rows = []  # one row of H per element of the direction's parameter
-            for direction in _basis(args, k):
+            for direction in _directions(args, k):
                 _, partials = forward_jacobian(second, (*args, *direction), indices)
                 rows.append([slope for _, slope in partials])
             blocks.append(
@@ -230,7 +230,7 @@ def _forward_over_forward(fn: Callable[..., Any], wrt: Wrt) -> Callable[..., Any
     return hessian_of
 
 
-def _basis(args: tuple, k: int) -> Iterator[list[Any]]:
+def _directions(args: tuple, k: int) -> Iterator[list[Any]]:
     """Tangents for every argument: zeros, but one element of (a leaf of) argument ``k`` 1."""
     from .rules.array_helpers import _basis, _zeros_like
 

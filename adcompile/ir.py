@@ -185,13 +185,18 @@ class CoreFunction:
 
     def helper(self, name: str) -> str:
         """The generated module's name for a helper function (allocated on first use)."""
-        if name not in self.helpers:
-            self.helpers[name] = self.names.fresh(name) if self.names else name
-        return self.helpers[name]
+        return helper_alias(self.helpers, self.names, name)
 
     def output_names(self) -> list[str]:
         """The names holding the function's result: one, or one per returned tuple element."""
         return self.outputs if self.outputs is not None else [self.output]
+
+
+def helper_alias(helpers: dict[str, str], names: NameTable | None, name: str) -> str:
+    """The alias of helper ``name`` in ``helpers``, given a fresh name on first use."""
+    if name not in helpers:
+        helpers[name] = names.fresh(name) if names else name
+    return helpers[name]
 
 
 ARG_PLACEHOLDER = "ARG{}"

@@ -289,9 +289,8 @@ class Lowerer(ArrayLowering):
             return
         if self._is_output_check(stmt.value):
             rewritten, reads = self._rewrite_opaque(stmt.value)
-            check = Opaque(self.names.numbered("check"), rewritten, frozenset(reads), stmt.lineno)
-            check.effect = True
-            self.block.append(check)
+            check = self.names.numbered("check")  # names nothing that is read
+            self.block.append(Opaque(check, rewritten, frozenset(reads), stmt.lineno, effect=True))
             return
         message = messages.UNSUPPORTED_EXPRESSIONS.get(
             type(stmt.value), messages.EXPRESSION_STATEMENT

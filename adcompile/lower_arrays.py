@@ -22,7 +22,7 @@ import types
 from . import messages
 from .astutil import walk
 from .errors import NoDerivativeError, UnsupportedSyntaxError
-from .ir import ARG_PLACEHOLDER, Apply, Atom, Copy, Opaque, Var
+from .ir import ARG_PLACEHOLDER, Apply, Copy, Opaque, Var, helper_alias
 from .rules import Rule
 from .rules.registry import REQUIRED, array_rules, lookup_rule
 
@@ -182,9 +182,7 @@ class ArrayLowering:
     # ----- generated code read again (hessian, grad of grad) ------------------------------
     def _helper_alias(self, name: str) -> str:
         """This module's name for a helper function (allocated on first use)."""
-        if name not in self.helpers:
-            self.helpers[name] = self.names.fresh(name)
-        return self.helpers[name]
+        return helper_alias(self.helpers, self.names, name)
 
     def _assembled_gradient(self, node: ast.Call, target: str) -> bool:
         """``gradient_like(x, {0: b0, 2: b2})`` read back: ``assemble([b0, b2], x, paths)``.
@@ -230,25 +228,11 @@ class ArrayLowering:
             return False
         g, arrays, axis = split
         statics = {"arrays": arrays, "axis": axis, "i": node.slice}
-        self._helper_apply("split_part", [g], node, statics, target)
+        rule = lookup_rule(self.rules, canonical_helper("split_part"), 1, arrays=True)
+        func = ast.Name(id=self._helper_alias("split_part"), ctx=ast.Load())
+        render = ast.Call(func=func, args=[_placeholder(0), *statics.values()], keywords=[])
+        self.block.append(Apply(target, rule, [g], render, node.lineno, statics=statics))
         return True
-
-    def _helper_apply(
-        self,
-        helper: str,
-        args: list[Atom],
-        node: ast.AST,
-        statics: dict[str, ast.expr],
-        target: str | None = None,
-    ) -> Var:
-        """``target = helper(*args, *statics)``, a primitive with the helper's rule."""
-        rule = lookup_rule(self.rules, canonical_helper(helper), len(args), arrays=True)
-        func = ast.Name(id=self._helper_alias(helper), ctx=ast.Load())
-        placeholders = [_placeholder(i) for i in range(len(args))]
-        render = ast.Call(func=func, args=placeholders + list(statics.values()), keywords=[])
-        target = target or self.names.numbered("t")
-        self.block.append(Apply(target, rule, args, render, node.lineno, statics=statics))
-        return Var(target)
 
     def _is_output_check(self, expr: ast.expr) -> bool:
         """``check_scalar(f)``: a generated gradient's check that its function returned a scalar."""

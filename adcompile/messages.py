@@ -282,10 +282,7 @@ EXPLAIN_ARRAYS = (
 _HELPER_ORIGINS = {
     "prod_pairs": "np.prod's second derivative (a third derivative of np.prod)",
     "split_adjoint": "the list of np.concatenate's adjoints used whole",
-    "gradient_like": (
-        "the gradient of a structured parameter, or of an array indexed by constant keys "
-        "(x[0], params['W'])"
-    ),
+    "gradient_like": "a gradient assembled from parts whose keys are not constants",
     "forward_gradient": "a forward-mode gradient of NumPy code (use reverse mode, the default)",
 }
 

@@ -387,15 +387,10 @@ def forward_gradient(jvp, args, wrt, bare, with_value):
     """A gradient by forward mode (``forward_jacobian`` of a scalar function)."""
     value, partials = forward_jacobian(jvp, args, wrt)
     check_scalar(value)
-    grads = [
-        _rebuilt(
-            args[k],
-            iter(
-                [unbroadcast(p, x) for p, x in zip(_leaves(partial), _leaves(args[k]), strict=True)]
-            ),
-        )
-        for partial, k in zip(partials, wrt, strict=True)
-    ]
+    grads = []
+    for partial, k in zip(partials, wrt, strict=True):  # each leaf in its input's shape and dtype
+        pairs = zip(_leaves(partial), _leaves(args[k]), strict=True)
+        grads.append(_rebuilt(args[k], iter([unbroadcast(p, x) for p, x in pairs])))
     result = grads[0] if bare else tuple(grads)
     return (value, result) if with_value else result
 
