@@ -24,6 +24,7 @@ from .reverse import ADJOINT, TANGENT
 
 PURE_BUILTINS = frozenset({"abs", "min", "max", "float", "pow"})
 _REWRITTEN = (ADJOINT, TANGENT)
+_UNKNOWN = object()
 
 
 @dataclass
@@ -72,19 +73,26 @@ class _Block:
                 stmt.orelse = _Block(self.fresh, self.modules).run(stmt.orelse)
                 self._bump(_assigned(stmt))
                 continue
+            keys: dict[int, tuple | None] = {}  # this statement's subexpression keys, by id
             if getattr(stmt, "adcompile_sweep", None) in _REWRITTEN and hasattr(stmt, "value"):
-                self._collect(i, stmt, "value", None, stmt.value)
-            self._record_holder(stmt)
+                self._collect(i, stmt, "value", None, stmt.value, keys)
+            self._record_holder(stmt, keys)
             self._bump(_assigned(stmt))
         return self._hoist(statements)
 
     # ----- pass 1: where each candidate is computed, keyed by what it reads ----------------
     def _collect(
-        self, i: int, parent: ast.AST, field: str, index: int | None, node: ast.AST
+        self,
+        i: int,
+        parent: ast.AST,
+        field: str,
+        index: int | None,
+        node: ast.AST,
+        keys: dict[int, tuple | None],
     ) -> None:
         if not isinstance(node, ast.expr):
             return
-        key = self._key(node) if self._candidate(node) else None
+        key = self._key(node, keys) if self._candidate(node) else None
         if key is not None:
             holder = self.holders.get(key)
             if holder is not None and self.versions.get(holder[0], 0) == holder[1]:
@@ -92,9 +100,9 @@ class _Block:
                 return
             self.uses.setdefault(key, []).append(_Use(i, parent, field, index, node))
         for child_field, child_index, child in _evaluated_children(node):
-            self._collect(i, node, child_field, child_index, child)
+            self._collect(i, node, child_field, child_index, child, keys)
 
-    def _record_holder(self, stmt: ast.stmt) -> None:
+    def _record_holder(self, stmt: ast.stmt, keys: dict[int, tuple | None]) -> None:
         """``name = expr`` in the forward sweep: until either changes, ``name`` holds the value
         of ``expr``. (An adjoint, say ``b_x = b_f * a``, would hold one too, but reading
         ``b_x`` for ``b_f * a`` elsewhere would puzzle a reader.)"""
@@ -104,7 +112,7 @@ class _Block:
             return
         target = stmt.targets[0]
         if isinstance(target, ast.Name) and self._candidate(stmt.value):
-            key = self._key(stmt.value)
+            key = self._key(stmt.value, keys)
             if key is not None and target.id not in _reads(stmt.value):
                 self.holders[key] = (target.id, self.versions.get(target.id, 0) + 1)
 
@@ -122,18 +130,54 @@ class _Block:
             return isinstance(func, ast.Name) and func.id in PURE_BUILTINS
         return False
 
-    def _key(self, node: ast.expr) -> tuple | None:
-        """The expression and the versions of what it reads (None: not shareable)."""
-        reads = set()
-        for child in ast.walk(node):
-            if isinstance(child, ast.Subscript | ast.IfExp | ast.BoolOp | ast.Lambda):
-                return None  # may read mutable lists, or not run
-            if isinstance(child, ast.Call) and child is not node and not self._candidate(child):
+    def _key(self, node: ast.AST, keys: dict[int, tuple | None]) -> tuple | None:
+        """The expression's structure, each name tagged with the version it reads (None: not
+        shareable). Built bottom-up once per node of a statement, so keying every
+        subexpression costs one walk of the statement, not one per subexpression."""
+        known = keys.get(id(node), _UNKNOWN)
+        if known is not _UNKNOWN:
+            return known
+        key = self._structure(node, keys)
+        keys[id(node)] = key
+        return key
+
+    def _structure(self, node: ast.AST, keys: dict[int, tuple | None]) -> tuple | None:
+        cls = node.__class__
+        if cls is ast.Name:
+            return ("Name", node.id, self.versions.get(node.id, 0))
+        if cls is ast.Constant:
+            return ("Constant", repr(node.value))  # repr tells 1 from 1.0, 0.0 from -0.0
+        if cls is ast.BinOp:  # the common case, spelled out: a generic walk costs 3x more
+            left = self._key(node.left, keys)
+            right = self._key(node.right, keys) if left is not None else None
+            return None if right is None else ("BinOp", left, node.op.__class__, right)
+        if isinstance(node, ast.Subscript | ast.IfExp | ast.BoolOp | ast.Lambda):
+            return None  # may read mutable lists, or not run
+        if isinstance(node, ast.Call) and not self._candidate(node):
+            return None
+        parts: list[object] = [type(node).__name__]
+        for _, value in ast.iter_fields(node):
+            if isinstance(value, ast.expr):
+                part = self._key(value, keys)
+            elif isinstance(value, list):
+                part = self._list_key(value, keys)
+            elif isinstance(value, ast.AST):
+                part = self._structure(value, keys)  # an operator, a context, a keyword
+            else:
+                part = repr(value)
+            if part is None:
                 return None
-            if isinstance(child, ast.Name):
-                reads.add(child.id)
-        versions = tuple(sorted((name, self.versions.get(name, 0)) for name in reads))
-        return ast.dump(node), versions
+            parts.append(part)
+        return tuple(parts)
+
+    def _list_key(self, items: list, keys: dict[int, tuple | None]) -> tuple | None:
+        parts = []
+        for item in items:
+            part = self._key(item, keys) if isinstance(item, ast.AST) else repr(item)
+            if part is None:
+                return None
+            parts.append(part)
+        return tuple(parts)
 
     # ----- pass 2: name each value computed twice, largest first -----------------------
     def _hoist(self, statements: list[ast.stmt]) -> list[ast.stmt]:
@@ -185,10 +229,21 @@ def _evaluated_children(node: ast.expr) -> Iterator[tuple[str, int | None, ast.e
 
 def _assigned(stmt: ast.stmt) -> set[str]:
     """Every name a statement (and what it nests) stores to."""
+    # Only targets bind: the lowering rejects `:=`, and a comprehension's variables stay in it.
+    if isinstance(stmt, ast.Assign):
+        return {name for target in stmt.targets for name in _stored_names(target)}
+    if isinstance(stmt, ast.AugAssign):
+        return _stored_names(stmt.target)
+    return _stored_names(stmt)
+
+
+def _stored_names(node: ast.AST) -> set[str]:
+    if isinstance(node, ast.Name):  # the usual target: no walk needed
+        return {node.id} if isinstance(node.ctx, ast.Store) else set()
     return {
-        node.id
-        for node in ast.walk(stmt)
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+        child.id
+        for child in ast.walk(node)
+        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store)
     }
 
 
