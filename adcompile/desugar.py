@@ -58,6 +58,9 @@ def _any_flag(flags: list[str], like: ast.AST) -> ast.expr:
     return ast.copy_location(test, like)
 
 
+_STATEMENT_FIELDS = ("body", "orelse", "finalbody")
+
+
 def _contains(stmts: list[ast.stmt], kinds: tuple[type, ...], into_loops: bool) -> bool:
     stack: list[ast.AST] = list(stmts)
     while stack:
@@ -69,7 +72,8 @@ def _contains(stmts: list[ast.stmt], kinds: tuple[type, ...], into_loops: bool) 
         if not into_loops and isinstance(node, ast.For | ast.While):
             stack.extend(node.orelse)
             continue
-        stack.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt))
+        for nested in _STATEMENT_FIELDS:  # where statements nest; expressions hold none
+            stack.extend(getattr(node, nested, ()))
     return False
 
 

@@ -277,7 +277,7 @@ def drop_zero_contributions(statements: list[ast.stmt]) -> list[ast.stmt]:
         ):
             out[zeroed.pop(stmt.target.id)] = None
             stmt = assign_like(stmt)
-        else:
+        elif zeroed:  # a read of a zeroed adjoint keeps its `b = 0.0`
             for name in _reads(stmt.value if hasattr(stmt, "value") else stmt):
                 zeroed.pop(name, None)
         if _is_zero_assign(stmt):
@@ -356,7 +356,9 @@ def propagate_copies(statements: list[ast.stmt], replaceable: set[str]) -> list[
     def walk(block: list[ast.stmt]) -> list[ast.stmt]:
         kept = []
         for stmt in block:
-            if isinstance(stmt, ast.If | ast.While):
+            if not renames:  # nothing removed yet: nothing to rename
+                pass
+            elif isinstance(stmt, ast.If | ast.While):
                 rename_in_place(stmt.test, renames)
             elif isinstance(stmt, ast.For):
                 rename_in_place(stmt.iter, renames)

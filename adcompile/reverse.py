@@ -470,6 +470,8 @@ class AdjointSweep:
         self, setup: list[ast.stmt], used: list[ast.expr], mapping: dict[str, ast.expr], line: int
     ) -> list[ast.stmt]:
         """Emit the template's local assignments that the wanted adjoints read."""
+        if not setup:  # most rules are one expression per argument
+            return []
         needed = {name for e in used for name in names_in(e)}
         kept = []
         for stmt in reversed(setup):

@@ -20,6 +20,7 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from .astutil import names_in
 from .reverse import ADJOINT, TANGENT
 
 PURE_BUILTINS = frozenset({"abs", "min", "max", "float", "pow"})
@@ -113,7 +114,7 @@ class _Block:
         target = stmt.targets[0]
         if isinstance(target, ast.Name) and self._candidate(stmt.value):
             key = self._key(stmt.value, keys)
-            if key is not None and target.id not in _reads(stmt.value):
+            if key is not None and target.id not in names_in(stmt.value):
                 self.holders[key] = (target.id, self.versions.get(target.id, 0) + 1)
 
     def _bump(self, names: set[str]) -> None:
@@ -218,6 +219,10 @@ def _evaluated_children(node: ast.expr) -> Iterator[tuple[str, int | None, ast.e
     if isinstance(node, ast.BoolOp):
         yield "values", 0, node.values[0]
         return
+    if node.__class__ is ast.BinOp:  # the common case, without the generic field walk
+        yield "left", None, node.left
+        yield "right", None, node.right
+        return
     for field, value in ast.iter_fields(node):
         if isinstance(value, ast.expr):
             yield field, None, value
@@ -245,10 +250,6 @@ def _stored_names(node: ast.AST) -> set[str]:
         for child in ast.walk(node)
         if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store)
     }
-
-
-def _reads(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def _size(node: ast.AST) -> int:
