@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .floats import NO_FACTS, FloatFacts
 from .forward import build_forward_gradient, build_jvp
 from .ir import CoreFunction, If, Loop, Stmt
 from .lower import is_array_code, lower_function
@@ -145,6 +146,7 @@ def generate(
         body.temporary_adjoints,
         passes,
         sharing=(lambda: core.names.numbered("t"), modules),
+        facts=_float_facts(core, body, passes),
     )
     if core.array_mode:
         statements = finish_array_code(statements, body.primal_of, core.numpy_alias)
@@ -161,6 +163,13 @@ def generate(
     n_outputs = None if core.outputs is None else len(core.outputs)
     arrays = external_arrays(functions)
     return Generated(text, name, _has_loops(core.body), n_outputs, arrays, dict(core.helpers))
+
+
+def _float_facts(core: CoreFunction, body: _Body, passes: tuple[str, ...]) -> FloatFacts:
+    # Arrays are left alone: `1.0 * a` is a new array, and `a` may be one an adjoint aliases.
+    if core.array_mode or "simplify" not in passes:
+        return NO_FACTS
+    return FloatFacts.of(body.statements, [*core.params, *body.extra_params], core.math_alias)
 
 
 def _element_loop(

@@ -12,11 +12,14 @@ import ast
 import math
 import operator
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 
 from .astutil import clone, loads_in, map_children, names_in, rename_in_place
+from .floats import NO_FACTS, FloatFacts
 from .overlay import SetOverlay
 from .reverse import ADJOINT, TANGENT
 from .share import share_common_subexpressions
+from .statics import literal_truth
 
 _FOLDABLE: dict[type[ast.operator], Callable[[object, object], object]] = {
     ast.Add: operator.add,
@@ -57,7 +60,20 @@ def _fold(node: ast.BinOp) -> ast.expr | None:
         return None
     if isinstance(value, complex) or not math.isfinite(value) or abs(value) > 1e15:
         return None
+    if not _exact(fold, left, right, value):
+        return None  # `0.1 * 3` stays as written: 0.30000000000000004 would only puzzle
     return _literal(value)
+
+
+def _exact(
+    fold: Callable[[object, object], object], left: float, right: float, value: float
+) -> bool:
+    """Whether ``value`` is the exact result of the folded operation (no rounding)."""
+    try:
+        exact = fold(Fraction(left), Fraction(right))
+    except (ArithmeticError, ValueError):
+        return False
+    return isinstance(exact, Fraction | int) and exact == Fraction(value)
 
 
 def _is_one(node: ast.expr) -> bool:
@@ -68,23 +84,31 @@ def _is_zero(node: ast.expr) -> bool:
     return _number(node) == 0
 
 
-def simplify(node: ast.AST) -> ast.AST:
-    """Constant folding and the identities ``e*1``, ``e+0``, ``e/1``, ``e**1``, ``-(-e)``."""
+def simplify(node: ast.AST, facts: FloatFacts = NO_FACTS) -> ast.AST:
+    """Constant folding and the identities ``e*1``, ``e+0``, ``e/1``, ``e**1``, ``-(-e)``;
+    with ``facts``, also ``u * e`` for a name ``u`` holding ``1.0`` and a float ``e``."""
     cls = node.__class__
     if cls is ast.Name or cls is ast.Constant:
         return node
-    map_children(node, simplify)
+    map_children(node, lambda child: simplify(child, facts))
     if cls is ast.BinOp:
-        return _simplify_binop(node)
+        return _simplify_binop(node, facts)
     if cls is ast.UnaryOp:
         return _simplify_unary(node)
+    if cls is ast.IfExp:  # a rule's test on a literal argument: `2.0 > 0`, `3 != 0`
+        decided = literal_truth(node.test)
+        if decided is not None:
+            return node.body if decided else node.orelse
     return node
 
 
-def _simplify_binop(node: ast.BinOp) -> ast.expr:
+def _simplify_binop(node: ast.BinOp, facts: FloatFacts) -> ast.expr:
     folded = _fold(node)
     if folded is not None:
         return folded
+    without_unit = _drop_unit_factor(node, facts)
+    if without_unit is not None:
+        return without_unit
     op, left, right = node.op, node.left, node.right
     # A literal zero factor comes from a literal exponent or coefficient (d/dx x**0 == 0):
     # the product is zero even where the other factor's formula is undefined (x**-1 at 0).
@@ -103,6 +127,25 @@ def _simplify_binop(node: ast.BinOp) -> ast.expr:
     if isinstance(op, ast.Pow) and _number(right) == 2 and isinstance(left, ast.Name):
         return ast.BinOp(left=left, op=ast.Mult(), right=ast.Name(id=left.id, ctx=ast.Load()))
     return node
+
+
+def _drop_unit_factor(node: ast.BinOp, facts: FloatFacts) -> ast.expr | None:
+    """``e`` for ``u * e``, ``e * u`` or ``e / u`` (``-e`` for ``-u * e``), where ``u`` holds
+    ``1.0`` and ``e`` is a float: then the product is ``e`` exactly, and ``u`` is not needed
+    to make an int partial a float."""
+    if not facts.units:
+        return None
+    op, left, right = node.op, node.left, node.right
+    if isinstance(op, ast.Mult | ast.Div) and facts.is_unit(right) and facts.is_float(left):
+        return left
+    if not isinstance(op, ast.Mult) or not facts.is_float(right):
+        return None
+    if facts.is_unit(left):
+        return right
+    negated_unit = isinstance(left, ast.UnaryOp) and isinstance(left.op, ast.USub)
+    if negated_unit and facts.is_unit(left.operand):
+        return ast.UnaryOp(op=ast.USub(), operand=right)
+    return None
 
 
 def _simplify_unary(node: ast.UnaryOp) -> ast.expr:
@@ -135,16 +178,16 @@ def _subtract_instead(stmt: ast.stmt) -> None:
             stmt.op = ast.Sub() if isinstance(stmt.op, ast.Add) else ast.Add()
 
 
-def simplify_adjoints(statements: list[ast.stmt]) -> list[ast.stmt]:
+def simplify_adjoints(statements: list[ast.stmt], facts: FloatFacts = NO_FACTS) -> list[ast.stmt]:
     """Simplify the expressions of adjoint and tangent statements, in place."""
     for stmt in statements:
         if isinstance(stmt, ast.If | ast.For | ast.While):
-            simplify_adjoints(stmt.body)
-            simplify_adjoints(stmt.orelse)
+            simplify_adjoints(stmt.body, facts)
+            simplify_adjoints(stmt.orelse, facts)
         elif getattr(stmt, "adcompile_sweep", None) in (ADJOINT, TANGENT) and hasattr(
             stmt, "value"
         ):
-            stmt.value = simplify(stmt.value)
+            stmt.value = simplify(stmt.value, facts)
             _subtract_instead(stmt)
     _merge_repeated_contributions(statements)
     return statements
@@ -323,14 +366,16 @@ def optimize(
     temporary_adjoints: set[str] = frozenset(),
     passes: Sequence[str] = PASSES,
     sharing: tuple[Callable[[], str], frozenset[str]] | None = None,
+    facts: FloatFacts = NO_FACTS,
 ) -> list[ast.stmt]:
     """Run the chosen passes in order: simplify, zeros, dead code, inline, copies, share.
 
     ``sharing`` is what ``share.py`` needs: a source of fresh names and the modules whose
-    calls are pure; without it the share pass is skipped.
+    calls are pure; without it the share pass is skipped. ``facts`` (scalar code only) say
+    which names hold floats and which hold ``1.0`` (``floats.py``).
     """
     if "simplify" in passes:
-        simplify_adjoints(statements)
+        simplify_adjoints(statements, facts)
     if "zeros" in passes:
         statements = drop_zero_contributions(statements)
     if "dead_code" in passes:

@@ -26,7 +26,7 @@ def fold_static_tests(expr: ast.expr) -> ast.expr:
 class _StaticTests(ast.NodeTransformer):
     def visit_IfExp(self, node: ast.IfExp) -> ast.expr:
         node = self.generic_visit(node)
-        decided = _literal_truth(node.test)
+        decided = literal_truth(node.test)
         if decided is None:
             return node
         return node.body if decided else node.orelse
@@ -56,14 +56,33 @@ def _literal_value(node: ast.expr) -> object:
         left, right = _literal_value(node.left), _literal_value(node.comparators[0])
         if _UNDECIDED in (left, right):
             return _UNDECIDED
-        compare = {ast.Is: operator.is_, ast.IsNot: operator.is_not}
-        compare.update({ast.Eq: operator.eq, ast.NotEq: operator.ne})
-        op = compare.get(type(node.ops[0]))
-        return _UNDECIDED if op is None else op(left, right)
+        op = _COMPARISONS.get(type(node.ops[0]))
+        if op is None or (op in _ORDERINGS and not (_is_number(left) and _is_number(right))):
+            return _UNDECIDED
+        return op(left, right)
     return _UNDECIDED
 
 
-def _literal_truth(node: ast.expr) -> bool | None:
+_COMPARISONS = {
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+}
+_ORDERINGS = (operator.lt, operator.le, operator.gt, operator.ge)
+
+
+def _is_number(value: object) -> bool:
+    return type(value) in (int, float)
+
+
+def literal_truth(node: ast.expr) -> bool | None:
+    """Whether a test made of literals only holds (``2.0 > 0``: True), or None if it reads
+    anything else."""
     value = _literal_value(node)
     return None if value is _UNDECIDED else bool(value)
 

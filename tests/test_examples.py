@@ -49,7 +49,13 @@ def test_newton_converges_with_generated_second_derivatives():
     assert abs(math.sinh(x - 1.0) + x) < 1e-11
     # bowl's Hessian, by hand: d2/dx2 = 2, d2/dy2 = 6, d2/dxdy = 0.5.
     assert "((2.0, 0.5), (0.5, 6.0))" in out
-    assert "dx_dx = 1.0" in out  # the forward-mode gradient it prints
+    # The forward-mode gradient it prints: the tangent of cosh is sinh, and the module runs.
+    printed = out[out.index("# forward-mode grad of energy") :]
+    assert "math.sinh(x - 1.0)" in printed
+    namespace: dict[str, object] = {}
+    exec(compile(printed, "printed", "exec"), namespace)
+    for point in (-1.5, 0.25, 2.0):
+        assert math.isclose(namespace["energy_grad"](point), math.sinh(point - 1.0) + point)
 
 
 def test_logistic_newton_converges_with_a_generated_hessian():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from adcompile import grad
 from adcompile.optimize import drop_zero_contributions, eliminate_dead_code, simplify
 from adcompile.reference import assert_grad_matches_mp
 from adcompile.reverse import ADJOINT
@@ -78,3 +79,36 @@ def test_regression_negated_contribution_after_a_loop_accumulator(tmp_path):
         """,
     )
     assert_grad_matches_mp(fn, [{"x": -1.2, "y": 0.5}, {"x": 0.4, "y": -0.3}])
+
+
+def test_a_rule_test_on_literals_is_decided():
+    cases = {
+        "a if 2.0 > 0 else b": "a",
+        "a if 0 != 0 else b": "b",
+        "a if -1.5 >= 0 else b if -1.5 == 0 else c": "c",
+        "a if x > 0 else b": "a if x > 0 else b",
+        "a if 'p' < 'q' else b": "a if 'p' < 'q' else b",  # only numbers are ordered here
+    }
+    for before, after in cases.items():
+        assert ast.unparse(simplify(ast.parse(before, mode="eval").body)) == after
+
+
+def test_power_with_a_zero_exponent_has_a_zero_partial_at_a_zero_base(tmp_path):
+    # Found by the int-input test of the loops corpus: `c * x**i` with i == 0 at x == 0 raised
+    # ZeroDivisionError (the general formula reads 0.0 ** -1); a**0 is 1 for every a.
+    fn = function_from_source(
+        tmp_path,
+        """
+        def f(x, n):
+            s = 0.0
+            for i in range(n):
+                s = s + x ** i
+            return s
+        """,
+    )
+    for mode in ("reverse", "forward"):
+        # d/dx (1 + x + x**2) at 0 is 1; at 2 it is 1 + 2 * 2.
+        assert grad(fn, wrt="x", mode=mode)(0.0, 3) == 1.0
+        assert grad(fn, wrt="x", mode=mode)(2.0, 3) == 5.0
+        assert grad(fn, wrt="x", mode=mode)(0, 1) == 0.0
+    assert "x ** (i - 1) if i != 0 else 0.0" in grad(fn, wrt="x").source

@@ -11,9 +11,8 @@ def sin_exp_chain_grad(x):
     # line 28: b = math.exp(a * x)
     b = math.exp(a * x)
     # adjoint of line 29: return b * a
-    b_sin_exp_chain = 1.0
-    b_b = b_sin_exp_chain * a
-    b_a = b_sin_exp_chain * b
+    b_b = a
+    b_a = b
     # adjoint of line 28: b = math.exp(a * x)
     b_t1 = b_b * b
     b_a += b_t1 * x
