@@ -4,15 +4,17 @@ The partials of a gradient are floats even for int inputs: the seed ``b_f = 1.0`
 float-ness into every adjoint as a factor. ``b_f * e`` may drop that factor only where ``e``
 is a float already, for then ``1.0 * e`` is ``e``, bit for bit. These facts say where.
 
-Both analyses are flow-insensitive: a name is a float only if every assignment to it, anywhere
-in the function, stores a float; it holds one only if it is assigned exactly once, from
-``1.0`` or from another such name. Parameters and names read from outside are unknown.
+Both are flow-insensitive: a name holds ``1.0`` (a *unit*) only if it is assigned exactly
+once, from ``1.0`` or from another unit; it is a float only if every assignment to it,
+anywhere in the function, stores a float. Parameters and names read from outside are unknown.
+The float question is answered on demand, for the few names next to a unit factor, and
+conservatively: a name on a cycle (a loop-carried value) or deeper than ``MAX_DEPTH``
+assignments is not claimed to be a float, which only keeps a factor of 1.0.
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
 # `math` functions that return a float for every real argument (floor, ceil, trunc, isqrt,
 # factorial, comb and perm return ints).
@@ -24,134 +26,140 @@ FLOAT_FUNCTIONS = frozenset(
     }
 )  # fmt: skip
 _SAME_TYPE_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Mod, ast.FloorDiv, ast.Pow)
+MAX_DEPTH = 12
+_UNKNOWN = None  # a store that is not a plain `name = value` (a loop target, unpacking)
 
 
-@dataclass(frozen=True)
 class FloatFacts:
-    """The float names and the unit (always ``1.0``) names of one generated function."""
+    """The unit names of one generated function, and its float names on demand."""
 
-    floats: frozenset[str]
-    units: frozenset[str]
-    math_alias: str
+    def __init__(
+        self,
+        stores: dict[str, list[ast.expr | None]],
+        params: set[str],
+        math_alias: str,
+    ) -> None:
+        self._stores = stores
+        self._params = params
+        self.math_alias = math_alias
+        self.units = frozenset(_units(stores, params))
+        self._known: dict[str, bool] = {}  # settled answers: not cut short by depth or a cycle
+        self._open: set[str] = set()  # names being decided (a cycle reaching one says no)
 
     @classmethod
     def of(cls, statements: list[ast.stmt], params: list[str], math_alias: str) -> FloatFacts:
-        """Analyse a function's statements; ``params`` are its parameters (unknown types)."""
-        stores = _stores(statements)
-        units = _units(stores, set(params))
-        floats = _floats(stores, set(params), units, math_alias)
-        return cls(frozenset(floats), frozenset(units), math_alias)
-
-    def is_float(self, node: ast.expr) -> bool:
-        """Whether ``node`` always evaluates to a float (given these facts)."""
-        return _is_float(node, self.floats, self.math_alias)
+        """The facts of a function's statements; ``params`` are its parameters."""
+        return cls(_stores(statements), set(params), math_alias)
 
     def is_unit(self, node: ast.expr) -> bool:
         """Whether ``node`` is a name that always holds ``1.0``."""
         return node.__class__ is ast.Name and node.id in self.units
 
+    def is_float(self, node: ast.expr) -> bool:
+        """Whether ``node`` surely evaluates to a float (False: unknown)."""
+        return self._expr(node, 0)[0]
 
-NO_FACTS = FloatFacts(frozenset(), frozenset(), "math")
+    # Each check returns (is a float, settled): unsettled answers (cut by depth or by a
+    # cycle) are False and not remembered, so the order of questions cannot change answers.
+    def _expr(self, node: ast.expr, depth: int) -> tuple[bool, bool]:
+        cls = node.__class__
+        if cls is ast.Name:
+            return self._name(node.id, depth)
+        if cls is ast.Constant:
+            return type(node.value) is float, True
+        if cls is ast.BinOp:
+            if isinstance(node.op, ast.Div):
+                return True, True  # true division of numbers gives a float
+            if not isinstance(node.op, _SAME_TYPE_OPS):
+                return False, True
+            return self._any(node.left, node.right, depth)
+        if cls is ast.UnaryOp:
+            if not isinstance(node.op, ast.USub | ast.UAdd):
+                return False, True
+            return self._expr(node.operand, depth)
+        if cls is ast.IfExp:
+            return self._all([node.body, node.orelse], depth)
+        if cls is ast.Call:
+            return _is_float_call(node.func, self.math_alias), True
+        return False, True
+
+    def _any(self, left: ast.expr, right: ast.expr, depth: int) -> tuple[bool, bool]:
+        first = self._expr(left, depth)
+        if first[0]:
+            return first
+        second = self._expr(right, depth)
+        return second[0], second[0] or (first[1] and second[1])
+
+    def _all(self, nodes: list[ast.expr | None], depth: int) -> tuple[bool, bool]:
+        for node in nodes:
+            if node is _UNKNOWN:
+                return False, True
+            answer = self._expr(node, depth)
+            if not answer[0]:
+                return answer
+        return True, True
+
+    def _name(self, name: str, depth: int) -> tuple[bool, bool]:
+        if name in self._known:
+            return self._known[name], True
+        if name in self.units:
+            return True, True
+        if name in self._params or name not in self._stores:
+            return False, True
+        if name in self._open or depth >= MAX_DEPTH:
+            return False, False
+        self._open.add(name)
+        answer = self._all(self._stores[name], depth + 1)
+        self._open.discard(name)
+        if answer[1]:
+            self._known[name] = answer[0]
+        return answer
 
 
 def _stores(statements: list[ast.stmt]) -> dict[str, list[ast.expr | None]]:
     """Every name stored to, with the value of each store (None: not a plain assignment)."""
     found: dict[str, list[ast.expr | None]] = {}
-    for node in _walk_statements(statements):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-            if isinstance(target, ast.Name):
-                found.setdefault(target.id, []).append(node.value)
-                continue
-        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-            update = ast.BinOp(left=ast.Name(id=node.target.id), op=node.op, right=node.value)
-            found.setdefault(node.target.id, []).append(update)
-            continue
-        for target in _targets(node):
-            for name in ast.walk(target):
-                if isinstance(name, ast.Name):
-                    found.setdefault(name.id, []).append(None)
+    stack = list(statements)
+    while stack:
+        stmt = stack.pop()
+        cls = stmt.__class__
+        if cls is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name:
+            found.setdefault(stmt.targets[0].id, []).append(stmt.value)
+        elif cls is ast.AugAssign and stmt.target.__class__ is ast.Name:
+            name = stmt.target.id
+            update = ast.BinOp(left=ast.Name(id=name), op=stmt.op, right=stmt.value)
+            found.setdefault(name, []).append(update)
+        elif cls is ast.Assign or cls is ast.AugAssign or cls is ast.For:
+            targets = stmt.targets if cls is ast.Assign else [stmt.target]
+            for node in (n for target in targets for n in ast.walk(target)):
+                if isinstance(node, ast.Name):
+                    found.setdefault(node.id, []).append(_UNKNOWN)
+        for field in ("body", "orelse", "finalbody"):
+            stack.extend(getattr(stmt, field, ()))
     return found
 
 
-def _walk_statements(statements: list[ast.stmt]) -> list[ast.stmt]:
-    out, stack = [], list(statements)
-    while stack:
-        stmt = stack.pop()
-        out.append(stmt)
-        for field in ("body", "orelse", "finalbody"):
-            stack.extend(getattr(stmt, field, ()))
-    return out
-
-
-def _targets(stmt: ast.stmt) -> list[ast.expr]:
-    if isinstance(stmt, ast.Assign):
-        return stmt.targets
-    if isinstance(stmt, ast.AugAssign | ast.AnnAssign | ast.For):
-        return [stmt.target]
-    return []
-
-
 def _units(stores: dict[str, list[ast.expr | None]], params: set[str]) -> set[str]:
+    candidates = {
+        name: values[0]
+        for name, values in stores.items()
+        if len(values) == 1 and name not in params and _may_be_unit(values[0])
+    }
     units: set[str] = set()
     changed = True
     while changed:
         changed = False
-        for name, values in stores.items():
-            if name in units or name in params or len(values) != 1:
-                continue
-            value = values[0]
-            is_one = isinstance(value, ast.Constant) and type(value.value) is float
-            if (is_one and value.value == 1.0) or (
-                isinstance(value, ast.Name) and value.id in units
-            ):
+        for name, value in candidates.items():
+            if name not in units and (value.__class__ is ast.Constant or value.id in units):
                 units.add(name)
                 changed = True
     return units
 
 
-def _floats(
-    stores: dict[str, list[ast.expr | None]], params: set[str], units: set[str], math_alias: str
-) -> set[str]:
-    # The greatest fixpoint: assume every stored name is a float, then drop each name with a
-    # store that is not a float under the current assumption, until nothing changes.
-    floats = {name for name in stores if name not in params}
-    changed = True
-    while changed:
-        changed = False
-        for name in list(floats):
-            values = stores[name]
-            if name in units:
-                continue
-            if not all(v is not None and _is_float(v, floats, math_alias) for v in values):
-                floats.discard(name)
-                changed = True
-    return floats
-
-
-def _is_float(node: ast.expr, floats: set[str] | frozenset[str], math_alias: str) -> bool:
-    cls = node.__class__
-    if cls is ast.Name:
-        return node.id in floats
-    if cls is ast.Constant:
-        return type(node.value) is float
-    if cls is ast.BinOp:
-        if isinstance(node.op, ast.Div):
-            return True  # true division of numbers gives a float
-        return isinstance(node.op, _SAME_TYPE_OPS) and (
-            _is_float(node.left, floats, math_alias) or _is_float(node.right, floats, math_alias)
-        )
-    if cls is ast.UnaryOp:
-        return isinstance(node.op, ast.USub | ast.UAdd) and _is_float(
-            node.operand, floats, math_alias
-        )
-    if cls is ast.IfExp:
-        return _is_float(node.body, floats, math_alias) and _is_float(
-            node.orelse, floats, math_alias
-        )
-    if cls is ast.Call:
-        return _is_float_call(node.func, math_alias)
-    return False
+def _may_be_unit(value: ast.expr | None) -> bool:
+    if value.__class__ is ast.Constant:
+        return type(value.value) is float and value.value == 1.0
+    return value.__class__ is ast.Name
 
 
 def _is_float_call(func: ast.expr, math_alias: str) -> bool:
@@ -161,3 +169,6 @@ def _is_float_call(func: ast.expr, math_alias: str) -> bool:
         and func.value.id == math_alias
         and func.attr in FLOAT_FUNCTIONS
     )
+
+
+NO_FACTS = FloatFacts({}, set(), "math")  # no units: the simplifier drops no factor

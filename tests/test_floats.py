@@ -43,10 +43,15 @@ def test_units_are_names_assigned_once_from_one_or_from_a_unit():
     assert found.units == {"b_f", "b_q"}
 
 
+def name_is_float(found: FloatFacts, name: str) -> bool:
+    """Whether the facts call the name ``name`` a float."""
+    return found.is_float(ast.Name(id=name, ctx=ast.Load()))
+
+
 def test_a_parameter_is_never_a_unit_or_a_float():
     found = facts("x = 1.0\ny = x / 2.0", params=("x",))
-    assert "x" not in found.units and "x" not in found.floats
-    assert "y" in found.floats  # a quotient is a float whatever x holds
+    assert "x" not in found.units and not name_is_float(found, "x")
+    assert name_is_float(found, "y")  # a quotient is a float whatever x holds
 
 
 @pytest.mark.parametrize(
@@ -77,19 +82,30 @@ def test_a_name_is_a_float_only_if_every_store_is():
     found = facts(
         """
         a = 0.0
-        for i in range(3):
-            a = a + x
+        a = a + x
         n = 0
-        for i in range(3):
-            n = n + 1.0
+        n = n / 2.0
+        n = n + 1.0
         c = x
         c = c / 2.0
+        for i in range(3):
+            d = 2.0 * i
         """
     )
-    assert "a" in found.floats
-    assert "n" not in found.floats  # starts as the int 0
-    assert "c" not in found.floats  # its first value is the (possibly int) parameter
-    assert "i" not in found.floats
+    assert name_is_float(found, "d")
+    assert not name_is_float(found, "n")  # one of its values is the int 0
+    assert not name_is_float(found, "c")  # one is the (possibly int) parameter
+    assert not name_is_float(found, "i")
+    # A loop-carried value is not claimed (it reads itself): the 1.0 factor just stays.
+    assert not name_is_float(found, "a")
+
+
+def test_deep_chains_are_cut_short_without_changing_later_answers():
+    chain = "\n".join(["v0 = x / y", *(f"v{k} = v{k - 1} + y" for k in range(1, 40))])
+    found = facts(chain)
+    assert not name_is_float(found, "v39")  # deeper than MAX_DEPTH: not claimed
+    assert name_is_float(found, "v5")
+    assert not name_is_float(found, "v39")  # the same answer, asked again
 
 
 def test_simplify_drops_a_unit_factor_only_before_a_float():
