@@ -241,8 +241,14 @@ def _reads(node: ast.AST) -> set[str]:
     return set(names_in(node))
 
 
-def eliminate_dead_code(statements: list[ast.stmt], live: set[str] | SetOverlay) -> list[ast.stmt]:
-    """Drop assignments whose value nothing later reads; ``live`` is updated to the entry set."""
+def eliminate_dead_code(
+    statements: list[ast.stmt], live: set[str] | SetOverlay, unread: frozenset[str] = frozenset()
+) -> list[ast.stmt]:
+    """Drop assignments whose value nothing later reads; ``live`` is updated to the entry set.
+
+    Inside loops, where a value may be read by the next iteration, an assignment goes only
+    if its name is in ``unread``: read nowhere in the function (``never_read``).
+    """
     kept: list[ast.stmt] = []
     for stmt in reversed(statements):
         if isinstance(stmt, ast.Pass):
@@ -258,12 +264,15 @@ def eliminate_dead_code(statements: list[ast.stmt], live: set[str] | SetOverlay)
                 continue
             live |= _reads(stmt.value)
         elif isinstance(stmt, ast.If):
-            stmt = _dead_code_in_if(stmt, live)
+            stmt = _dead_code_in_if(stmt, live, unread)
             if stmt is None:
                 continue
         elif isinstance(stmt, ast.For | ast.While):
-            # A loop may run any number of times: keep it whole, and all it reads is live.
-            live |= _reads(stmt)
+            # A loop may run any number of times: keep all but stores nothing reads, and all
+            # it reads is live.
+            if unread:
+                _drop_unread_stores(stmt, unread)
+            live |= _reads_and_updates([stmt])
         else:
             live |= _reads(stmt)
         kept.append(stmt)
@@ -271,10 +280,64 @@ def eliminate_dead_code(statements: list[ast.stmt], live: set[str] | SetOverlay)
     return kept
 
 
-def _dead_code_in_if(stmt: ast.If, live: set[str] | SetOverlay) -> ast.If | None:
+def never_read(statements: list[ast.stmt], returns: ast.expr) -> frozenset[str]:
+    """Names the statements store to that no statement (nor the return) ever reads."""
+    stored = {
+        target.id
+        for stmt in _statements_in(statements)
+        if isinstance(stmt, ast.Assign)
+        for target in stmt.targets
+        if isinstance(target, ast.Name)
+    }
+    read = _reads_and_updates(statements) | _reads(returns)
+    return frozenset(stored - read)
+
+
+def _statements_in(statements: list[ast.stmt]) -> list[ast.stmt]:
+    out, stack = [], list(statements)
+    while stack:
+        stmt = stack.pop()
+        out.append(stmt)
+        stack.extend(getattr(stmt, "body", ()))
+        stack.extend(getattr(stmt, "orelse", ()))
+    return out
+
+
+def _reads_and_updates(statements: list[ast.stmt]) -> set[str]:
+    """Names read, counting ``b += e`` as a read of ``b`` (it needs ``b``'s value)."""
+    found = {name for stmt in statements for name in loads_in(stmt)}
+    for stmt in _statements_in(statements):
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            found.add(stmt.target.id)
+    return found
+
+
+def _drop_unread_stores(loop: ast.For | ast.While, unread: frozenset[str]) -> None:
+    """Remove ``name = e`` for names never read, anywhere in the loop (nested blocks too)."""
+    for block_owner in [loop, *_statements_in(loop.body), *_statements_in(loop.orelse)]:
+        for field in ("body", "orelse"):
+            block = getattr(block_owner, field, None)
+            if not isinstance(block, list) or not block or not isinstance(block[0], ast.stmt):
+                continue
+            kept = [s for s in block if not _stores_unread(s, unread)]
+            setattr(block_owner, field, kept or [ast.Pass()])
+
+
+def _stores_unread(stmt: ast.stmt, unread: frozenset[str]) -> bool:
+    return (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+        and stmt.targets[0].id in unread
+    )
+
+
+def _dead_code_in_if(
+    stmt: ast.If, live: set[str] | SetOverlay, unread: frozenset[str]
+) -> ast.If | None:
     live_body, live_orelse = SetOverlay(live), SetOverlay(live)
-    body = eliminate_dead_code(stmt.body, live_body)
-    orelse = eliminate_dead_code(stmt.orelse, live_orelse)
+    body = eliminate_dead_code(stmt.body, live_body, unread)
+    orelse = eliminate_dead_code(stmt.orelse, live_orelse, unread)
     if not body and not orelse:
         return None
     # Live before the `if`: live on entry to either branch, plus what the test reads.
@@ -379,7 +442,9 @@ def optimize(
     if "zeros" in passes:
         statements = drop_zero_contributions(statements)
     if "dead_code" in passes:
-        statements = eliminate_dead_code(statements, _reads(returns))
+        statements = eliminate_dead_code(
+            statements, _reads(returns), never_read(statements, returns)
+        )
     if "inline" in passes:
         statements = inline_temporaries(statements, returns, temporaries)
     if "copies" in passes:

@@ -5,7 +5,12 @@ from __future__ import annotations
 import ast
 
 from adcompile import grad
-from adcompile.optimize import drop_zero_contributions, eliminate_dead_code, simplify
+from adcompile.optimize import (
+    drop_zero_contributions,
+    eliminate_dead_code,
+    never_read,
+    simplify,
+)
 from adcompile.reference import assert_grad_matches_mp
 from adcompile.reverse import ADJOINT
 from tests.helpers import function_from_source
@@ -112,3 +117,41 @@ def test_power_with_a_zero_exponent_has_a_zero_partial_at_a_zero_base(tmp_path):
         assert grad(fn, wrt="x", mode=mode)(2.0, 3) == 5.0
         assert grad(fn, wrt="x", mode=mode)(0, 1) == 0.0
     assert "x ** (i - 1) if i != 0 else 0.0" in grad(fn, wrt="x").source
+
+
+def test_dead_code_in_a_loop_goes_only_if_nothing_anywhere_reads_it():
+    statements = _adjoint_statements(
+        "c = None\n"
+        "acc = 0.0\n"
+        "tmp = 0.0\n"
+        "for i in range(3):\n"
+        "    c = i * 2.0\n"  # read nowhere: goes, with its initial value
+        "    carried = s\n"  # read by the next line of a later iteration: stays
+        "    s = carried + i\n"
+        "    acc += s\n"  # an update reads acc: acc = 0.0 must stay
+        "    tmp = s\n"  # read nowhere, here or after
+    )
+    unread = never_read(statements, ast.parse("acc", mode="eval").body)
+    assert unread == {"c", "tmp"}
+    out = eliminate_dead_code(statements, {"acc"}, unread)
+    assert _text(out) == (
+        "acc = 0.0\nfor i in range(3):\n    carried = s\n    s = carried + i\n    acc += s"
+    )
+
+
+def test_a_loop_copy_nothing_reads_is_not_generated(tmp_path):
+    fn = function_from_source(
+        tmp_path,
+        """
+        def f(x):
+            s = 0.0
+            for i in range(5):
+                c = 1.0 / (i + 1)
+                s = s * x + c
+            return s
+        """,
+    )
+    for mode in ("reverse", "forward"):
+        text = grad(fn, mode=mode).source
+        assert "c_1" not in text, text  # the copy `c_1 = c_2` a loop would carry
+    assert_grad_matches_mp(fn, [{"x": 0.7}, {"x": -1.3}])
