@@ -442,9 +442,9 @@ def optimize(
     if "zeros" in passes:
         statements = drop_zero_contributions(statements)
     if "dead_code" in passes:
-        statements = eliminate_dead_code(
-            statements, _reads(returns), never_read(statements, returns)
-        )
+        has_loops = any(isinstance(s, ast.For | ast.While) for s in _statements_in(statements))
+        unread = never_read(statements, returns) if has_loops else frozenset()
+        statements = eliminate_dead_code(statements, _reads(returns), unread)
     if "inline" in passes:
         statements = inline_temporaries(statements, returns, temporaries)
     if "copies" in passes:
