@@ -31,8 +31,8 @@ _FOLDABLE: dict[type[ast.operator], Callable[[object, object], object]] = {
 
 
 def _number(node: ast.expr) -> float | int | None:
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return node.value
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float, bool):
+        return int(node.value) if type(node.value) is bool else node.value
     if (
         isinstance(node, ast.UnaryOp)
         and isinstance(node.op, ast.USub)
@@ -99,6 +99,10 @@ def simplify(node: ast.AST, facts: FloatFacts = NO_FACTS) -> ast.AST:
         decided = literal_truth(node.test)
         if decided is not None:
             return node.body if decided else node.orelse
+    if cls is ast.Compare:  # the same test as a number: `2 - (2 != 0)` is 1
+        decided = literal_truth(node)
+        if decided is not None:
+            return ast.Constant(value=int(decided))
     return node
 
 

@@ -417,3 +417,25 @@ def test_a_positional_axis_after_a_list_of_arrays() -> None:
     check_gradient(
         joined_with_positional_axis, grad(joined_with_positional_axis, wrt=(0, 1)), args, (0, 1)
     )
+
+
+def test_power_with_zero_exponents_at_zero_bases_has_zero_partials(tmp_path):
+    # x ** k is 1 wherever k == 0, so its derivative there is 0, also at x == 0, where the
+    # general formula k * x ** (k - 1) gave 0 * inf = nan (and NumPy's warnings).
+    fn = function_from_source(
+        tmp_path,
+        """
+        import numpy as np
+
+
+        def f(x, k):
+            return np.sum(x ** k)
+        """,
+    )
+    x = np.array([0.0, 0.0, 2.0, -1.5])
+    k = np.array([0, 1, 2, 3])
+    expected = np.where(k == 0, 0.0, k * x ** np.maximum(k - 1, 0))  # written out by hand
+    for mode in ("reverse", "forward"):
+        dx = grad(fn, wrt="x", mode=mode)
+        np.testing.assert_array_equal(dx(x, k), expected)
+        np.testing.assert_array_equal(dx(x, 0), np.zeros(4))

@@ -66,9 +66,11 @@ def pos(a, result, g):
 
 @array_rule(operator.pow)
 def power(a, b, result, g):
-    # d(a**b)/db = a**b * log(a): 0 where a == 0, undefined (nan) where a < 0.
+    # d(a**b)/da is 0 where b == 0: the exponent b - 1 becomes 0 there (`b != 0` is 0), so
+    # a zero base gives 0 * a**0 = 0, not 0 * 0**-1 = nan. d(a**b)/db = a**b * log(a): 0
+    # where a == 0, undefined (nan) where a < 0.
     return (
-        unbroadcast(g * b * a ** (b - 1), a),
+        unbroadcast(g * b * a ** (b - (b != 0)), a),
         unbroadcast(
             np.where(
                 a > 0,
