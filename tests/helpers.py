@@ -10,6 +10,7 @@ import sys
 import textwrap
 import types
 from pathlib import Path
+from typing import Any
 
 _COUNTER = itertools.count()
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,3 +43,33 @@ def module_from_source(directory: Path, text: str) -> types.ModuleType:
 def function_from_source(directory: Path, text: str, name: str = "f") -> types.FunctionType:
     """The function ``name`` defined by ``text``."""
     return getattr(module_from_source(directory, text), name)
+
+
+def check_int_inputs(fn: Any, point: dict[str, Any], wrt: Any = None) -> None:
+    """At int inputs the partials are floats, in both modes, equal to the unoptimised ones.
+
+    This guards the simplifier's dropping of the seed's factor 1.0 (``floats.py``): dropped
+    before an int, it would hand back an int. A point where the program fails or overflows
+    is not checked (callers check float points as well)."""
+    import math
+
+    from adcompile import grad
+
+    try:
+        value = fn(**point)
+        expected = grad(fn, wrt=wrt, optimize=False)(**point)
+    except (ArithmeticError, ValueError):
+        return
+    if not math.isfinite(value):
+        return
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    for mode in ("reverse", "forward"):
+        got = grad(fn, wrt=wrt, mode=mode)(**point)
+        for partial, reference in zip(
+            got if isinstance(got, tuple) else (got,), expected, strict=True
+        ):
+            assert type(partial) is float, f"{mode} mode at {point}: {partial!r} is not a float"
+            same = math.isclose(partial, reference, rel_tol=1e-9, abs_tol=1e-12)
+            assert same or (partial != partial and reference != reference), (
+                f"{mode} mode at {point}: {partial!r}, unoptimised {reference!r}"
+            )

@@ -44,7 +44,7 @@ from hypothesis import strategies as st
 
 from adcompile import grad
 from adcompile.reference import MpCheckRow, MpReport, agrees, reference_gradient_mp
-from tests.helpers import function_from_source
+from tests.helpers import check_int_inputs, function_from_source
 
 EXAMPLES = int(os.environ.get("ADCOMPILE_HYPOTHESIS_EXAMPLES", "200"))
 INPUT_BOUND = 2.0
@@ -845,3 +845,5 @@ def test_random_control_flow_gradients_match_mpmath(
     forward = grad(fn, wrt=program.floats, mode="forward")
     report = compare(forward, program.floats, checks)
     assert report.ok, "forward mode:\n" + report.table()
+    point = {k: round(v) if k in program.floats else v for k, v in checks[0][0].items()}
+    check_int_inputs(fn, point, program.floats)

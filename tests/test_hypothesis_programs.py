@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 
 from adcompile import grad
 from adcompile.testing import assert_grad_matches_sympy
-from tests.helpers import function_from_source
+from tests.helpers import check_int_inputs, function_from_source
 
 EXAMPLES = int(os.environ.get("ADCOMPILE_HYPOTHESIS_EXAMPLES", "200"))
 INPUT_BOUND = 2.0
@@ -491,3 +491,4 @@ def test_random_program_gradients_match_sympy(
             assert math.isclose(value, row.expected, rel_tol=RTOL, abs_tol=ATOL), (
                 f"forward mode d/d{row.param} at {point}: {value!r}, SymPy {row.expected!r}"
             )
+    check_int_inputs(fn, {p: round(v) for p, v in points[0].items()})
