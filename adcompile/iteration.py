@@ -44,6 +44,17 @@ def _item(sequence: str, index: str) -> ast.Subscript:
     return ast.Subscript(value=_name(sequence), slice=_name(index), ctx=ast.Load())
 
 
+def _item_at(item: ast.expr, path: tuple[int, ...]) -> ast.expr:
+    # `for a, b in pairs` reads pairs[k][0] and pairs[k][1]: an item of another length is not
+    # rejected as Python's unpacking would (the README says so).
+    for position in path:
+        item = ast.Subscript(value=item, slice=ast.Constant(value=position), ctx=ast.Load())
+    return item
+
+
+BoundItem = tuple[str, tuple[int, ...]]  # a loop target's name and its index path in an item
+
+
 @dataclass
 class SequenceLoop:
     """A ``for`` over sequences, as an index loop: the statements before it and the loop."""
@@ -72,22 +83,27 @@ class IterationRewriter:
         iterator, target = stmt.iter, stmt.target
         kind = self._iteration_kind(iterator)
         if kind == "enumerate":
-            index_target, *value_targets = self._targets(target, 2)
+            index_element, value_element = self._elements(target, 2)
+            index_target, value_targets = self._single(index_element), [value_element]
             sequences = [iterator.args[0]]
         elif kind == "zip":
-            index_target, value_targets = None, self._targets(target, len(iterator.args))
+            index_target, value_targets = None, self._elements(target, len(iterator.args))
             sequences = list(iterator.args)
         else:
-            index_target, value_targets = None, [self._single(target)]
+            index_target, value_targets = None, [target]
             sequences = [iterator.args[0] if kind == "reversed" else iterator]
         prelude, seq_names, new_locals = self._sequence_names(sequences)
         index = index_target or self.names.fresh("k")
         new_locals.add(index)
-        body = [
-            _located(_assign(t, _item(s, index)), stmt)
-            for t, s in zip(value_targets, seq_names, strict=True)
+        body = [  # located at the sequence, where an error about reading it should point
+            _located(_assign(name, _item_at(_item(s, index), path)), sequence)
+            for t, s, sequence in zip(value_targets, seq_names, sequences, strict=True)
+            for name, path in self._bindings(t)
         ]
-        lengths = [_call("len", _name(s)) for s in seq_names]
+        lengths = [
+            _located(_call("len", _name(s)), sequence)
+            for s, sequence in zip(seq_names, sequences, strict=True)
+        ]
         length = lengths[0] if len(lengths) == 1 else _call("min", *lengths)
         if kind == "reversed":
             minus_one = ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=1))
@@ -113,10 +129,26 @@ class IterationRewriter:
             raise self._error(target, messages.FOR_TARGET)
         return target.id
 
-    def _targets(self, target: ast.expr, count: int) -> list[str]:
+    def _elements(self, target: ast.expr, count: int) -> list[ast.expr]:
         if not (isinstance(target, ast.Tuple) and len(target.elts) == count):
             raise self._error(target, messages.unpack_count(count))
-        return [self._single(elt) for elt in target.elts]
+        return target.elts
+
+    def _bindings(self, target: ast.expr, path: tuple[int, ...] = ()) -> list[BoundItem]:
+        """The names a loop target binds, each with the index path of its part of an item:
+        ``x`` is the item itself, ``(a, (b, c))`` binds ``a`` to ``item[0]``, ``c`` to
+        ``item[1][1]``."""
+        if isinstance(target, ast.Tuple | ast.List):
+            if any(isinstance(elt, ast.Starred) for elt in target.elts):
+                raise self._error(target, messages.SEQUENCE_TARGET)
+            return [
+                binding
+                for i, elt in enumerate(target.elts)
+                for binding in self._bindings(elt, (*path, i))
+            ]
+        if not isinstance(target, ast.Name):
+            raise self._error(target, messages.SEQUENCE_TARGET)
+        return [(target.id, path)]
 
     def _sequence_names(
         self, sequences: list[ast.expr]
@@ -169,11 +201,8 @@ class IterationRewriter:
 
 
 def _target_names(target: ast.expr, rewriter: IterationRewriter) -> list[str]:
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
-        return [e.id for e in target.elts]
-    raise rewriter._error(target, messages.FOR_TARGET)
+    """The names a comprehension's target binds (nested tuples too, as ``for`` allows)."""
+    return [name for name, _ in rewriter._bindings(target)]
 
 
 class _Rename(ast.NodeTransformer):

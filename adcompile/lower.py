@@ -806,9 +806,11 @@ class Lowerer(ArrayLowering):
         if self.closure is not None and node.id in self.closure.locals:
             return self.closure._name_atom(node)  # a nested function reads its enclosing scope
         value = self._resolve_global(node)
-        if isinstance(value, bool | int | float) or (
-            self.array_mode and isinstance(value, self.numpy.ndarray)
-        ):  # an array (data, say) is read when the gradient is compiled, like a number
+        if (
+            isinstance(value, bool | int | float)
+            or _is_number_tuple(value)
+            or (self.array_mode and isinstance(value, self.numpy.ndarray))
+        ):  # data (an array, a tuple of numbers) is read when the gradient is compiled
             name = self._constant_name(node.id, value)
             return Global(ast.Name(id=name, ctx=ast.Load()), name)
         raise self._error(UnsupportedSyntaxError, node, messages.global_not_number(node.id, value))
@@ -934,6 +936,13 @@ class Lowerer(ArrayLowering):
         """Copy a test expression with names renamed and callees made canonical."""
         rewriter = _OpaqueRewriter(self)
         return rewriter.visit(copy.deepcopy(node)), rewriter.reads
+
+
+def _is_number_tuple(value: object) -> bool:
+    """A tuple of numbers, or of such tuples: data that cannot change after compiling."""
+    return isinstance(value, tuple) and all(
+        isinstance(item, bool | int | float) or _is_number_tuple(item) for item in value
+    )
 
 
 # Values with no derivative may also be tuples, lists and items of them.

@@ -49,6 +49,10 @@ BOOLOP_VALUE = (
 )
 
 FOR_TARGET = "the loop variable must be a single name (`for i in range(n)`)"
+SEQUENCE_TARGET = (
+    "a loop over a sequence binds names, or tuples of names (`for x in xs`, "
+    "`for a, (b, c) in pairs`); starred names, attributes and items are not supported"
+)
 FOR_ITERABLE = (
     "only `for i in range(...)` loops are supported; iterate over indices "
     "(`for i in range(len(xs))`) and read `xs[i]`"
@@ -162,9 +166,15 @@ def undefined_name(name: str) -> str:
 
 def global_not_number(name: str, value: object) -> str:
     """A global used as a value that is not a number."""
+    if isinstance(value, list):
+        return (
+            f"`{name}` is a list, which may change after the gradient is compiled; make it a "
+            "tuple (read once, at compile time) or pass it as a parameter"
+        )
     return (
         f"`{name}` is a {type(value).__name__}; a module-level or closure name used as a value "
-        "must be a number (a constant) -- pass anything else as a parameter"
+        "must be a number or a tuple of numbers (a constant) -- pass anything else as a "
+        "parameter"
     )
 
 

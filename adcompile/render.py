@@ -113,6 +113,8 @@ def _arguments(fs: FunctionSource, extra: list[str]) -> ast.arguments:
 
 
 def _constant_literal(value: object) -> ast.expr:
+    if isinstance(value, tuple):  # data: a tuple of numbers (or of such tuples)
+        return ast.Tuple(elts=[_constant_literal(item) for item in value], ctx=ast.Load())
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         return ast.parse(f"float({str(value)!r})", mode="eval").body
     return ast.parse(repr(value), mode="eval").body

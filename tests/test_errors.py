@@ -13,7 +13,7 @@ U, N = UnsupportedSyntaxError, NoDerivativeError
 
 # (body of f(x, y), the text the caret must point at, error class, message fragment)
 CASES = [
-    ("for v in (x, y):\n    x = x * v\nreturn x", "for v", N, "indexing a sequence"),
+    ("for v in (x, y):\n    x = x * v\nreturn x", "(x, y)", N, "indexing a sequence"),
     ("for a, b in range(3):\n    x = x * 2\nreturn x", "a, b", U, "single name"),
     ("for i in range():\n    x = x * 2\nreturn x", "range()", U, "1 to 3"),
     ("while x > 0:\n    x = x - 1\nelse:\n    print(x)\nreturn x", "print", U, "expression"),
@@ -53,6 +53,9 @@ CASES = [
     ("z = z + x\nreturn z", "z + x", U, "before it is assigned"),
     ("return x * undefined_thing", "undefined_thing", U, "not defined"),
     ("return x * NAME", "NAME", U, "is a str"),
+    ("for v in LIST:\n    x = x * v\nreturn x", "LIST", U, "is a list, which may change"),
+    ("for a, *rest in ((1.0, 2.0),):\n    x = x * a\nreturn x", "a, *rest", U, "starred"),
+    ("for k, v.real in enumerate((1.0,)):\n    x = x * k\nreturn x", "v.real", U, "attributes"),
     ("z = x * y", "z = x", U, "must end with `return"),
     ("return math.hypot(x, y, x)", "math.hypot", U, "with 2 argument(s), not 3"),
     ("return x.real", "x.real", U, "the attribute `.real` of an array"),
@@ -66,9 +69,8 @@ CASES = [
 
 
 def _case_module(tmp_path, body: str):
-    header = (
-        "import math\nfrom zlib import crc32\nNAME = 'text'\n\n\ndef helper(a):\n    return a\n\n\n"
-    )
+    header = "import math\nfrom zlib import crc32\nNAME = 'text'\nLIST = [1.0, 2.0]\n\n\n"
+    header += "def helper(a):\n    return a\n\n\n"
     header += "def rec(a):\n    return rec(a - 1) if a > 0 else a\n\n\n"
     text = header + "def f(x, y):\n" + textwrap.indent(body, "    ") + "\n"
     return module_from_source(tmp_path, text), text

@@ -31,6 +31,8 @@ from tests.corpus.control_flow_helpers import (
 )
 
 STEPS = 12
+# Data points (x, y) for the least-squares entries: a tuple, so it is read at compile time.
+POINTS = ((0.5, 1.0), (1.5, -0.25), (-0.3, 0.75), (2.2, 0.0))
 DECAY = 0.75
 THRESHOLD = 1.5
 
@@ -1192,6 +1194,32 @@ def enumerate_literal(x):
     return s
 
 
+def pairs_from_module_tuple(w, b):
+    total = 0.0
+    for xi, yi in POINTS:
+        r = w * xi + b - yi
+        total += r * r
+    return total / len(POINTS)
+
+
+def pairs_parameter(w, b, data):
+    total = 0.0
+    for i, (xi, yi) in enumerate(data):
+        total += (i + 1) * sin(w * xi - b * yi)
+    return total
+
+
+def nested_target_reversed(x, data):
+    s = 0.0
+    for (a, b), c in reversed(data):
+        s = s * x + a * b - c
+    return s
+
+
+def zip_with_pairs(x, pairs, weights):
+    return sum(wt * exp(-((x - lo) * (x - hi))) for (lo, hi), wt in zip(pairs, weights))
+
+
 def zip_local_list(x, y, w):
     xs = [x, y, x * y]
     s = 0.0
@@ -1289,6 +1317,38 @@ ITERATION_FORMS = [
     (
         tuple_indexed_by_loop,
         [{"x": 0.5, "w": (1.0, -2.0, 0.5)}, {"x": -1.2, "w": (0.3, 0.3)}, {"x": 1.7, "w": (2.0,)}],
+        "x",
+    ),
+    (
+        pairs_from_module_tuple,
+        [{"w": 0.5, "b": -0.2}, {"w": -1.2, "b": 0.3}, {"w": 1.7, "b": 1.1}],
+        None,
+    ),
+    (
+        pairs_parameter,
+        [
+            {"w": 0.5, "b": -0.2, "data": ((0.5, 1.0), (1.5, -0.25))},
+            {"w": -1.2, "b": 0.3, "data": [(2.0, 0.5)]},
+            {"w": 1.7, "b": 1.1, "data": [[0.1, 0.2], [0.3, 0.4], [-0.5, 0.6]]},
+        ],
+        ("w", "b"),
+    ),
+    (
+        nested_target_reversed,
+        [
+            {"x": 0.5, "data": (((1.0, 2.0), 0.5), ((0.5, -1.0), 1.5))},
+            {"x": -1.2, "data": [((0.3, 0.3), 0.0)]},
+            {"x": 1.7, "data": [((2.0, 0.25), -1.0), ((1.0, 1.0), 1.0), ((0.5, 4.0), 2.0)]},
+        ],
+        "x",
+    ),
+    (
+        zip_with_pairs,
+        [
+            {"x": 0.5, "pairs": ((0.0, 1.0), (-1.0, 0.5)), "weights": (1.0, -2.0)},
+            {"x": -1.2, "pairs": [(0.3, 0.6)], "weights": [0.3, 9.0]},
+            {"x": 1.7, "pairs": ((1.0, 2.0), (1.5, 1.5), (0.0, 3.0)), "weights": (2.0, 1.0, 0.5)},
+        ],
         "x",
     ),
 ]
