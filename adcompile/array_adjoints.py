@@ -152,11 +152,14 @@ def _is_product(node: ast.BinOp) -> bool:
 
 
 def _is_literal(node: ast.expr) -> bool:
-    """A number, or arithmetic of numbers only (``2 - 1`` before simplification)."""
+    """A number, or arithmetic and comparisons of numbers only (``2 - (2 != 0)`` before
+    simplification)."""
     if isinstance(node, ast.BinOp):
         return _is_literal(node.left) and _is_literal(node.right)
     if isinstance(node, ast.UnaryOp):
         return _is_literal(node.operand)
+    if isinstance(node, ast.Compare):
+        return _is_literal(node.left) and all(_is_literal(c) for c in node.comparators)
     return isinstance(node, ast.Constant) and type(node.value) in (int, float)
 
 

@@ -439,3 +439,22 @@ def test_power_with_zero_exponents_at_zero_bases_has_zero_partials(tmp_path):
         dx = grad(fn, wrt="x", mode=mode)
         np.testing.assert_array_equal(dx(x, k), expected)
         np.testing.assert_array_equal(dx(x, 0), np.zeros(4))
+
+
+def test_a_sum_of_squares_seeds_with_the_scalar_not_a_filled_array(tmp_path):
+    # The adjoint of np.sum fills an array with the incoming scalar; multiplied at once by a
+    # value of that shape, the scalar suffices. The power rule's exponent `b - (b != 0)` once
+    # hid the shape of `r ** 2` and brought back np.full (an allocation per call).
+    fn = function_from_source(
+        tmp_path,
+        """
+        import numpy as np
+
+
+        def f(A, x, b):
+            return np.sum((A @ x - b) ** 2)
+        """,
+    )
+    text = grad(fn).source
+    assert "np.full" not in text, text
+    assert "* 2 * " in text, text
