@@ -655,7 +655,8 @@ class Lowerer(ArrayLowering):
             node = scope.local_functions.get(func.id)
             if node is not None:
                 name = _function_name(node, func.id)
-                return replace(scope.fs, node=node, name=name, defaults=(), enclosing=scope)
+                defaults = tuple(_nested_default(d) for d in node.args.defaults)
+                return replace(scope.fs, node=node, name=name, defaults=defaults, enclosing=scope)
             if func.id in scope.locals:
                 return None
             scope = scope.closure
@@ -1032,6 +1033,24 @@ def _resolved_or_none(lowerer: Lowerer, func: ast.expr) -> object:
         return lowerer._callee(func)[0]
     except AdcompileError:
         return None
+
+
+class _DefaultExpression(str):
+    """A nested function's default that is not a number literal (shown in the error)."""
+
+    def __repr__(self) -> str:
+        return f"`{self}`, an expression (a nested function's default must be a number)"
+
+
+def _nested_default(expr: ast.expr) -> object:
+    """A nested def's or lambda's default: its value if it is a number literal (``k=3``,
+    ``eps=-1e-3``). Python evaluates a default once, where the ``def`` runs; any other
+    expression could read values that change before the call, so it is refused."""
+    try:
+        value = ast.literal_eval(expr)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _DefaultExpression(ast.unparse(expr))
+    return value if isinstance(value, bool | int | float) else _DefaultExpression(ast.unparse(expr))
 
 
 def _function_name(node: ast.FunctionDef | ast.Lambda, bound_to: str) -> str:

@@ -53,6 +53,7 @@ CASES = [
     ("z = z + x\nreturn z", "z + x", U, "before it is assigned"),
     ("return x * undefined_thing", "undefined_thing", U, "not defined"),
     ("return x * NAME", "NAME", U, "is a str"),
+    ("def h(a, k=y):\n    return a * k\nreturn h(x)", "h(x)", U, "default must be a number"),
     ("for v in LIST:\n    x = x * v\nreturn x", "LIST", U, "is a list, which may change"),
     ("for a, *rest in ((1.0, 2.0),):\n    x = x * a\nreturn x", "a, *rest", U, "starred"),
     ("for k, v.real in enumerate((1.0,)):\n    x = x * k\nreturn x", "v.real", U, "attributes"),

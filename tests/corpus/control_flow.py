@@ -1095,8 +1095,18 @@ closure_power_sum = make_power_sum(5, 0.3)
 closure_threshold = make_threshold(1.0)
 closure_helper_caller = make_helper_caller(0.25)
 
+
+def nested_defaults(x, y):
+    def bump(t, k=3, eps=-0.25):
+        return t**k + eps * t
+
+    scaled = lambda t, s=2.0: s * sin(t)  # noqa: E731
+    return bump(x) + bump(y, 2) + bump(x, eps=y) + scaled(x * y) + scaled(y, s=0.5)
+
+
 CLOSURES_LAMBDAS = [
     (closure_scaled_sine, [{"x": 0.5}, {"x": -1.2}, {"x": 2.4}], None),
+    (nested_defaults, [{"x": 0.5, "y": 0.8}, {"x": -1.2, "y": 0.3}, {"x": 1.7, "y": -2.0}], None),
     (closure_power_sum, [{"x": 0.5}, {"x": -1.2}, {"x": 1.9}], None),
     (
         closure_threshold,
