@@ -156,6 +156,7 @@ class TangentSweep:
         if stmt.statics:
             total = fold_static_tests(total)
             total = drop_default_keywords(total, dict(stmt.rule.statics))
+            setup = [(name, fold_static_tests(value)) for name, value in setup]
         if self.fn.array_mode and self._may_be_smaller(stmt, template, tangents):
             total = ast.Call(
                 func=ast.Name(id=self.fn.helper("broadcast_like"), ctx=ast.Load()),

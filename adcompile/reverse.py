@@ -420,6 +420,9 @@ class AdjointSweep:
         if incoming is not None:
             mapping["g"] = incoming
         out = self._template_setup(setup, [e for _, e in wanted], mapping, stmt.line)
+        if stmt.statics:  # `spread = result if axis is None else ...` with axis given
+            for assignment in out:
+                assignment.value = fold_static_tests(assignment.value)
         for var, expr in wanted:
             value = substitute(expr, mapping)
             if stmt.statics:

@@ -365,6 +365,20 @@ CASES[(np.clip, 3)] = cases(
 )
 CASES[(np.sum, 1)] = reduction_cases(ANY)
 CASES[(np.mean, 1)] = reduction_cases(ANY)
+
+
+def spread_cases() -> list[Case]:
+    """``np.var``/``np.std``: every reduction form, and the sample (``ddof=1``) versions."""
+    return [
+        *reduction_cases(ANY),
+        Case("ddof=1", ((3, 4),), ANY, {"ddof": 1}),
+        Case("axis=1-ddof=1-keepdims", ((3, 4),), ANY, {"axis": 1, "ddof": 1, "keepdims": True}),
+        Case("axis=(0,2)-ddof=1", ((2, 3, 4),), ANY, {"axis": (0, 2), "ddof": 1}),
+    ]
+
+
+CASES[(np.var, 1)] = spread_cases()
+CASES[(np.std, 1)] = spread_cases()
 CASES[(np.max, 1)] = reduction_cases(distinct)
 CASES[(np.min, 1)] = reduction_cases(distinct)
 CASES[(np.prod, 1)] = [
@@ -1108,6 +1122,7 @@ FLOAT32_CASES = [
     (np.matmul, ((4,), (2, 4, 3)), {}),
     (np.sum, ((2, 3),), {"axis": 1}),
     (np.mean, ((2, 3),), {"axis": 0, "keepdims": True}),
+    (np.std, ((2, 3),), {"axis": 1, "ddof": 1}),
 ]
 
 

@@ -242,6 +242,25 @@ def mean(x, result, g, *, axis=None, keepdims=False):
     )
 
 
+@array_rule(np.var)
+def var(x, result, g, *, axis=None, keepdims=False, ddof=0):
+    # var = sum((x - mean)**2) / (n - ddof), n the count of each reduced group.
+    n = np.size(x) / np.size(result)
+    return np.full(np.shape(x), (g if axis is None or keepdims else np.expand_dims(g, axis))) * (
+        (x - np.mean(x, axis=axis, keepdims=True)) * (2.0 / (n - ddof))
+    )
+
+
+@array_rule(np.std)
+def std(x, result, g, *, axis=None, keepdims=False, ddof=0):
+    # std = sqrt(var): var's adjoint over 2 * std (nan where std == 0, as in JAX).
+    n = np.size(x) / np.size(result)
+    spread = result if axis is None or keepdims else np.expand_dims(result, axis)
+    return np.full(np.shape(x), (g if axis is None or keepdims else np.expand_dims(g, axis))) * (
+        (x - np.mean(x, axis=axis, keepdims=True)) / ((n - ddof) * spread)
+    )
+
+
 @array_rule(np.max)
 def max_(x, result, g, *, axis=None, keepdims=False):
     return extreme_adjoint(g, x, result, axis, keepdims)
@@ -389,6 +408,20 @@ def sum_tangent(x, result, g, *, axis=None, keepdims=False):
 @array_tangent(np.mean)
 def mean_tangent(x, result, g, *, axis=None, keepdims=False):
     return np.mean(g, axis=axis, keepdims=keepdims)
+
+
+@array_tangent(np.var)
+def var_tangent(x, result, g, *, axis=None, keepdims=False, ddof=0):
+    n = np.size(x) / np.size(result)
+    centred = x - np.mean(x, axis=axis, keepdims=True)
+    return np.sum(centred * g, axis=axis, keepdims=keepdims) * (2.0 / (n - ddof))
+
+
+@array_tangent(np.std)
+def std_tangent(x, result, g, *, axis=None, keepdims=False, ddof=0):
+    n = np.size(x) / np.size(result)
+    centred = x - np.mean(x, axis=axis, keepdims=True)
+    return np.sum(centred * g, axis=axis, keepdims=keepdims) / ((n - ddof) * result)
 
 
 @array_tangent(np.max)

@@ -525,6 +525,15 @@ add(variance_method_keepdims, lambda rng: (normal(rng, 5, 2),), "x: (5, 2)",
     ("x.mean()", "keepdims"))  # fmt: skip
 
 
+def standardize_rows(x, w):
+    z = (x - np.mean(x, axis=1, keepdims=True)) / np.std(x, axis=1, keepdims=True)
+    return np.sum(np.tanh(z) * w) + np.var(x, ddof=1)
+
+
+add(standardize_rows, lambda rng: (normal(rng, 3, 4), normal(rng, 3, 4)), "x, w: (3, 4)",
+    ("np.std", "np.var", "ddof"), wrt=(0, 1))  # fmt: skip
+
+
 def max_plus_min(x):
     return np.max(x) + 2.0 * np.min(x)
 
@@ -1554,6 +1563,8 @@ NP_FUNCTIONS = (
     "power",
     "sum",
     "mean",
+    "var",
+    "std",
     "max",
     "min",
     "prod",
@@ -1586,6 +1597,7 @@ FEATURES: dict[str, str | None] = {
     "axis:int": "axis=",
     "axis:tuple": "axis=(",
     "keepdims": "keepdims=True",
+    "ddof": "ddof=",
     "broadcast:scalar-array": None,
     "broadcast:(n,1)+(1,m)": None,
     "broadcast:(3,)*(2,3)": None,
