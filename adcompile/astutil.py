@@ -41,6 +41,18 @@ def walk(node: ast.AST, prune: tuple[type, ...] = ()) -> Iterator[ast.AST]:
                 stack.append(value)
 
 
+def statements_in(statements: list[ast.stmt]) -> list[ast.stmt]:
+    """Every statement, and every statement nested in their blocks, in no particular order
+    (expressions are not entered: generated code nests statements only in blocks)."""
+    out, stack = [], list(statements)
+    while stack:
+        stmt = stack.pop()
+        out.append(stmt)
+        for field in ("body", "orelse", "finalbody"):
+            stack.extend(getattr(stmt, field, ()))
+    return out
+
+
 def names_in(node: ast.AST) -> list[str]:
     """The identifiers of every ``Name`` under ``node`` (in no particular order)."""
     found: list[ast.Name] = []

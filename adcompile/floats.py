@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import ast
 
+from .astutil import statements_in
+
 # `math` functions that return a float for every real argument (floor, ceil, trunc, isqrt,
 # factorial, comb and perm return ints).
 FLOAT_FUNCTIONS = frozenset(
@@ -119,9 +121,7 @@ class FloatFacts:
 def _stores(statements: list[ast.stmt]) -> dict[str, list[ast.expr | None]]:
     """Every name stored to, with the value of each store (None: not a plain assignment)."""
     found: dict[str, list[ast.expr | None]] = {}
-    stack = list(statements)
-    while stack:
-        stmt = stack.pop()
+    for stmt in statements_in(statements):
         cls = stmt.__class__
         if cls is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name:
             found.setdefault(stmt.targets[0].id, []).append(stmt.value)
@@ -134,8 +134,6 @@ def _stores(statements: list[ast.stmt]) -> dict[str, list[ast.expr | None]]:
             for node in (n for target in targets for n in ast.walk(target)):
                 if isinstance(node, ast.Name):
                     found.setdefault(node.id, []).append(_UNKNOWN)
-        for field in ("body", "orelse", "finalbody"):
-            stack.extend(getattr(stmt, field, ()))
     return found
 
 

@@ -50,7 +50,7 @@ from .lower_arrays import (
 from .names import NameTable, function_identifiers, user_name_table
 from .rules import Rule, RuleTable, active_rules
 from .rules.registry import lookup_rule
-from .source import FunctionSource, StaticFunction, load_function
+from .source import FunctionSource, StaticFunction, literal_value, load_function
 
 BINARY_OPERATORS: dict[type[ast.operator], Callable[..., object]] = {
     ast.Add: operator.add,
@@ -1046,10 +1046,7 @@ def _nested_default(expr: ast.expr) -> object:
     """A nested def's or lambda's default: its value if it is a number literal (``k=3``,
     ``eps=-1e-3``). Python evaluates a default once, where the ``def`` runs; any other
     expression could read values that change before the call, so it is refused."""
-    try:
-        value = ast.literal_eval(expr)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return _DefaultExpression(ast.unparse(expr))
+    value = literal_value(expr)
     return value if isinstance(value, bool | int | float) else _DefaultExpression(ast.unparse(expr))
 
 

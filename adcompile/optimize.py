@@ -14,7 +14,7 @@ import operator
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 
-from .astutil import clone, loads_in, map_children, names_in, rename_in_place
+from .astutil import clone, loads_in, map_children, names_in, rename_in_place, statements_in
 from .floats import NO_FACTS, FloatFacts
 from .overlay import SetOverlay
 from .reverse import ADJOINT, TANGENT
@@ -288,7 +288,7 @@ def never_read(statements: list[ast.stmt], returns: ast.expr) -> frozenset[str]:
     """Names the statements store to that no statement (nor the return) ever reads."""
     stored = {
         target.id
-        for stmt in _statements_in(statements)
+        for stmt in statements_in(statements)
         if isinstance(stmt, ast.Assign)
         for target in stmt.targets
         if isinstance(target, ast.Name)
@@ -297,20 +297,10 @@ def never_read(statements: list[ast.stmt], returns: ast.expr) -> frozenset[str]:
     return frozenset(stored - read)
 
 
-def _statements_in(statements: list[ast.stmt]) -> list[ast.stmt]:
-    out, stack = [], list(statements)
-    while stack:
-        stmt = stack.pop()
-        out.append(stmt)
-        stack.extend(getattr(stmt, "body", ()))
-        stack.extend(getattr(stmt, "orelse", ()))
-    return out
-
-
 def _reads_and_updates(statements: list[ast.stmt]) -> set[str]:
     """Names read, counting ``b += e`` as a read of ``b`` (it needs ``b``'s value)."""
     found = {name for stmt in statements for name in loads_in(stmt)}
-    for stmt in _statements_in(statements):
+    for stmt in statements_in(statements):
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
             found.add(stmt.target.id)
     return found
@@ -318,7 +308,7 @@ def _reads_and_updates(statements: list[ast.stmt]) -> set[str]:
 
 def _drop_unread_stores(loop: ast.For | ast.While, unread: frozenset[str]) -> None:
     """Remove ``name = e`` for names never read, anywhere in the loop (nested blocks too)."""
-    for block_owner in [loop, *_statements_in(loop.body), *_statements_in(loop.orelse)]:
+    for block_owner in statements_in([loop]):
         for field in ("body", "orelse"):
             block = getattr(block_owner, field, None)
             if not isinstance(block, list) or not block or not isinstance(block[0], ast.stmt):
@@ -446,7 +436,7 @@ def optimize(
     if "zeros" in passes:
         statements = drop_zero_contributions(statements)
     if "dead_code" in passes:
-        has_loops = any(isinstance(s, ast.For | ast.While) for s in _statements_in(statements))
+        has_loops = any(isinstance(s, ast.For | ast.While) for s in statements_in(statements))
         unread = never_read(statements, returns) if has_loops else frozenset()
         statements = eliminate_dead_code(statements, _reads(returns), unread)
     if "inline" in passes:

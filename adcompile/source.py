@@ -135,7 +135,7 @@ class StaticFunction:
 
     def source(self) -> FunctionSource:
         """The function as a FunctionSource, resolving names in its own file."""
-        defaults = tuple(_literal(d) for d in self.node.args.defaults)
+        defaults = tuple(literal_value(d) for d in self.node.args.defaults)
         return FunctionSource(
             self.node, self.filename, self.lines, self.namespace, self.node.name, defaults
         )
@@ -185,7 +185,8 @@ def _static_import(module: str) -> object | None:
     return importlib.import_module(module)
 
 
-def _literal(node: ast.expr) -> object | None:
+def literal_value(node: ast.expr) -> object | None:
+    """The value of a literal number or tuple (``3``, ``-1e-3``, ``(1.0, 2.0)``), else None."""
     try:
         value = ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -214,7 +215,7 @@ def static_namespace(
                     names[alias.asname or alias.name] = getattr(module, alias.name)
         elif isinstance(stmt, ast.Assign | ast.AnnAssign) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            value = _literal(stmt.value)
+            value = literal_value(stmt.value)
             for target in targets:
                 if isinstance(target, ast.Name):
                     if value is None:
@@ -247,7 +248,7 @@ def load_from_file(path: str, func_name: str) -> FunctionSource:
         raise LookupError(f"{path} has no top-level function {func_name!r} (functions: {known})")
     node = functions[func_name]
     lines = text.splitlines(keepends=True)
-    defaults = tuple(_literal(d) for d in node.args.defaults)
+    defaults = tuple(literal_value(d) for d in node.args.defaults)
     return FunctionSource(
         node=node,
         filename=filename,
