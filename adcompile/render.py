@@ -12,9 +12,9 @@ import ast
 import inspect
 import itertools
 import linecache
-import re
 import textwrap
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .astutil import rename_in_place
@@ -27,11 +27,49 @@ from .source import FunctionSource
 with warnings.catch_warnings():
     # astor 0.8.1 touches ast.Num & co., deprecated since Python 3.12: silence exactly those.
     warnings.filterwarnings("ignore", category=DeprecationWarning, module="astor")
-    import astor
+    from astor.code_gen import SourceGenerator
 
-_MARKER = "__adcompile_comment_{}__"
-_MARKER_LINE = re.compile(r"^(\s*)__adcompile_comment_(\d+)__$", re.MULTILINE)
 _COUNTER = itertools.count()
+
+
+class CommentLine(ast.stmt):
+    """A whole-line comment in generated code: astor has no node for comments."""
+
+    _fields = ("text",)
+
+
+_VISITORS: dict[type, Callable[..., None]] = {}  # node class -> _Generator's method for it
+
+
+class _Generator(SourceGenerator):
+    """astor's source generator, writing ``CommentLine`` nodes and noting ``alias.attr`` reads.
+
+    Dispatch is cached per node class: astor looks each visitor method up by name on every
+    node, which is a fifth of rendering a long gradient.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(" " * 4)
+        self.attribute_owners: set[str] = set()
+
+    def visit(self, node: ast.AST) -> None:
+        """Write ``node`` with the visitor method of its class."""
+        method = _VISITORS.get(node.__class__)
+        if method is None:
+            method = _VISITORS[node.__class__] = getattr(
+                _Generator, f"visit_{node.__class__.__name__}"
+            )
+        method(self, node)
+
+    def visit_CommentLine(self, node: CommentLine) -> None:
+        """``# text`` on a line of its own, at the current indentation."""
+        self.statement(node, "# ", node.text)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        """As astor writes it; the owner's name is noted (``math`` in ``math.sin``)."""
+        if node.value.__class__ is ast.Name:
+            self.attribute_owners.add(node.value.id)
+        super().visit_Attribute(node)
 
 
 @dataclass
@@ -48,21 +86,6 @@ class GeneratedFunction:
     extra_params: list[str] = field(default_factory=list)
 
 
-class _Comments:
-    """Collects comment texts and hands out marker statements for them."""
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-
-    def marker(self, text: str) -> ast.stmt:
-        self.texts.append(text.replace("\n", " "))
-        name = _MARKER.format(len(self.texts) - 1)
-        return ast.Expr(value=ast.Name(id=name, ctx=ast.Load()))
-
-    def substitute(self, text: str) -> str:
-        return _MARKER_LINE.sub(lambda m: f"{m.group(1)}# {self.texts[int(m.group(2))]}", text)
-
-
 def _block_comment(stmt: ast.stmt, fs: FunctionSource) -> str:
     line = stmt.adcompile_line
     what = "adjoint of line" if stmt.adcompile_sweep == ADJOINT else "line"
@@ -72,7 +95,7 @@ def _block_comment(stmt: ast.stmt, fs: FunctionSource) -> str:
 
 
 def _with_comments(
-    statements: list[ast.stmt], fs: FunctionSource, comments: _Comments, previous: object = None
+    statements: list[ast.stmt], fs: FunctionSource, previous: object = None
 ) -> list[ast.stmt]:
     out: list[ast.stmt] = []
     for stmt in statements:
@@ -80,11 +103,11 @@ def _with_comments(
         sweep = getattr(stmt, "adcompile_sweep", None)
         key = (ADJOINT if sweep == ADJOINT else FORWARD, getattr(stmt, "adcompile_line", None))
         if key[1] is not None and key != previous:
-            out.append(comments.marker(_block_comment(stmt, fs)))
+            out.append(CommentLine(text=_block_comment(stmt, fs).replace("\n", " ")))
         previous = key
         if isinstance(stmt, ast.If | ast.For | ast.While):
-            stmt.body = _with_comments(stmt.body, fs, comments, key)
-            stmt.orelse = _with_comments(stmt.orelse, fs, comments, key)
+            stmt.body = _with_comments(stmt.body, fs, key)
+            stmt.orelse = _with_comments(stmt.orelse, fs, key)
         out.append(stmt)
     return out
 
@@ -120,9 +143,9 @@ def _constant_literal(value: object) -> ast.expr:
     return ast.parse(repr(value), mode="eval").body
 
 
-def _function_def(gen: GeneratedFunction, comments: _Comments) -> ast.FunctionDef:
+def _function_def(gen: GeneratedFunction) -> ast.FunctionDef:
     doc = ast.Expr(value=ast.Constant(value=gen.purpose))
-    body = [doc, *_with_comments(gen.statements, gen.source, comments)]
+    body = [doc, *_with_comments(gen.statements, gen.source)]
     body.append(ast.Return(value=gen.returns))
     return ast.FunctionDef(
         name=gen.name,
@@ -133,24 +156,29 @@ def _function_def(gen: GeneratedFunction, comments: _Comments) -> ast.FunctionDe
     )
 
 
-def _to_source(statements: list[ast.stmt]) -> str:
+def _render(statements: list[ast.stmt]) -> tuple[str, set[str]]:
+    """Module text for ``statements`` (as ``astor.to_source`` lays it out) and the names
+    whose attributes it reads."""
     # Statements are one primitive each, so astor's long-line splitter has nothing to do.
-    return astor.to_source(ast.Module(body=statements, type_ignores=[]), pretty_source="".join)
+    generator = _Generator()
+    generator.visit(ast.Module(body=statements, type_ignores=[]))
+    result = generator.result
+    result.append("\n")
+    if set(result[0]) == {"\n"}:
+        result[0] = ""
+    return "".join(result), generator.attribute_owners
 
 
-def _reads_module(code: str, alias: str) -> bool:
-    # Generated code names the module only as `alias.attr`; a text search is far cheaper
-    # than walking the tree (comment markers and docstrings hold no such text).
-    return re.search(rf"(?<![\w.]){re.escape(alias)}\.", code) is not None
+def _to_source(statements: list[ast.stmt]) -> str:
+    return _render(statements)[0]
 
 
 def render_module(functions: list[GeneratedFunction], header: str) -> str:
     """The source text of a module holding the generated functions."""
-    comments = _Comments()
-    code = _to_source([_function_def(gen, comments) for gen in functions])
+    code, attribute_owners = _render([_function_def(gen) for gen in functions])
     prelude: list[ast.stmt] = []
     core = functions[0].core
-    if _reads_module(code, core.math_alias):
+    if core.math_alias in attribute_owners:
         alias = None if core.math_alias == "math" else core.math_alias
         prelude.append(ast.Import(names=[ast.alias(name="math", asname=alias)]))
     if core.array_mode:
@@ -171,7 +199,7 @@ def render_module(functions: list[GeneratedFunction], header: str) -> str:
         code = f"{_to_source(prelude)}\n\n{code}"
     if arrays:
         code = _external_arrays_comment(arrays) + code
-    return f"{header}\n{comments.substitute(code)}"
+    return f"{header}\n{code}"
 
 
 def _is_array(value: object) -> bool:
