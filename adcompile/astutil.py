@@ -48,9 +48,21 @@ def statements_in(statements: list[ast.stmt]) -> list[ast.stmt]:
     while stack:
         stmt = stack.pop()
         out.append(stmt)
-        for field in ("body", "orelse", "finalbody"):
-            stack.extend(getattr(stmt, field, ()))
+        for field in _block_fields(stmt.__class__):
+            stack.extend(getattr(stmt, field))
     return out
+
+
+_BLOCK_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _block_fields(cls: type) -> tuple[str, ...]:
+    # Looked up per class: most statements have no blocks, and a failed getattr is slow.
+    fields = _BLOCK_FIELDS.get(cls)
+    if fields is None:
+        fields = tuple(f for f in ("body", "orelse", "finalbody") if f in cls._fields)
+        _BLOCK_FIELDS[cls] = fields
+    return fields
 
 
 def names_in(node: ast.AST) -> list[str]:

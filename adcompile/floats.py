@@ -30,6 +30,8 @@ FLOAT_FUNCTIONS = frozenset(
 _SAME_TYPE_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Mod, ast.FloorDiv, ast.Pow)
 MAX_DEPTH = 12
 _UNKNOWN = None  # a store that is not a plain `name = value` (a loop target, unpacking)
+# What a name is given: the value of `name = e`, the statement `name op= e`, or _UNKNOWN.
+Store = ast.expr | ast.AugAssign | None
 
 
 class FloatFacts:
@@ -37,7 +39,7 @@ class FloatFacts:
 
     def __init__(
         self,
-        stores: dict[str, list[ast.expr | None]],
+        stores: dict[str, list[Store]],
         params: set[str],
         math_alias: str,
     ) -> None:
@@ -70,11 +72,9 @@ class FloatFacts:
         if cls is ast.Constant:
             return type(node.value) is float, True
         if cls is ast.BinOp:
-            if isinstance(node.op, ast.Div):
-                return True, True  # true division of numbers gives a float
-            if not isinstance(node.op, _SAME_TYPE_OPS):
-                return False, True
-            return self._any(node.left, node.right, depth)
+            return self._arithmetic(node.op, node.left, node.right, depth)
+        if cls is ast.AugAssign:  # `n op= e` stores `n op e`
+            return self._arithmetic(node.op, node.target, node.value, depth)
         if cls is ast.UnaryOp:
             if not isinstance(node.op, ast.USub | ast.UAdd):
                 return False, True
@@ -85,6 +85,15 @@ class FloatFacts:
             return _is_float_call(node.func, self.math_alias), True
         return False, True
 
+    def _arithmetic(
+        self, op: ast.operator, left: ast.expr, right: ast.expr, depth: int
+    ) -> tuple[bool, bool]:
+        if isinstance(op, ast.Div):
+            return True, True  # true division of numbers gives a float
+        if not isinstance(op, _SAME_TYPE_OPS):
+            return False, True
+        return self._any(left, right, depth)
+
     def _any(self, left: ast.expr, right: ast.expr, depth: int) -> tuple[bool, bool]:
         first = self._expr(left, depth)
         if first[0]:
@@ -92,7 +101,7 @@ class FloatFacts:
         second = self._expr(right, depth)
         return second[0], second[0] or (first[1] and second[1])
 
-    def _all(self, nodes: list[ast.expr | None], depth: int) -> tuple[bool, bool]:
+    def _all(self, nodes: list[Store], depth: int) -> tuple[bool, bool]:
         for node in nodes:
             if node is _UNKNOWN:
                 return False, True
@@ -118,26 +127,33 @@ class FloatFacts:
         return answer
 
 
-def _stores(statements: list[ast.stmt]) -> dict[str, list[ast.expr | None]]:
-    """Every name stored to, with the value of each store (None: not a plain assignment)."""
-    found: dict[str, list[ast.expr | None]] = {}
+def _stores(statements: list[ast.stmt]) -> dict[str, list[Store]]:
+    """Every name stored to, with the value of each store: an expression for ``name = e``,
+    the statement for ``name op= e``, None for any other store (a loop target, unpacking)."""
+    found: dict[str, list[Store]] = {}
     for stmt in statements_in(statements):
         cls = stmt.__class__
         if cls is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name:
-            found.setdefault(stmt.targets[0].id, []).append(stmt.value)
+            _add(found, stmt.targets[0].id, stmt.value)
         elif cls is ast.AugAssign and stmt.target.__class__ is ast.Name:
-            name = stmt.target.id
-            update = ast.BinOp(left=ast.Name(id=name), op=stmt.op, right=stmt.value)
-            found.setdefault(name, []).append(update)
+            _add(found, stmt.target.id, stmt)
         elif cls is ast.Assign or cls is ast.AugAssign or cls is ast.For:
             targets = stmt.targets if cls is ast.Assign else [stmt.target]
             for node in (n for target in targets for n in ast.walk(target)):
                 if isinstance(node, ast.Name):
-                    found.setdefault(node.id, []).append(_UNKNOWN)
+                    _add(found, node.id, _UNKNOWN)
     return found
 
 
-def _units(stores: dict[str, list[ast.expr | None]], params: set[str]) -> set[str]:
+def _add(found: dict[str, list[Store]], name: str, value: Store) -> None:
+    values = found.get(name)
+    if values is None:
+        found[name] = [value]
+    else:
+        values.append(value)
+
+
+def _units(stores: dict[str, list[Store]], params: set[str]) -> set[str]:
     candidates = {
         name: values[0]
         for name, values in stores.items()
