@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from .astutil import clone, substitute
+from .astutil import LOAD, clone, substitute
 from .names import NameTable
 from .rules import Rule
 
@@ -205,13 +205,13 @@ ARG_PLACEHOLDER = "ARG{}"
 def atom_expr(atom: Atom) -> ast.expr:
     """The expression for an atom (negative literals as unary minus, so precedence holds)."""
     if isinstance(atom, Var):
-        return ast.Name(id=atom.name, ctx=ast.Load())
+        return ast.Name(atom.name, LOAD)
     if isinstance(atom, Global):
         return _copy_expr(atom.expr)
     value = atom.value
     if isinstance(value, float | int) and not isinstance(value, bool) and value < 0:
-        return ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=-value))
-    return ast.Constant(value=value)
+        return ast.UnaryOp(ast.USub(), ast.Constant(-value))
+    return ast.Constant(value)
 
 
 def _copy_expr(expr: ast.expr) -> ast.expr:
@@ -223,16 +223,16 @@ def fill_placeholders(template: ast.expr, operands: list[ast.expr]) -> ast.expr:
     cls = template.__class__
     # The three shapes lowering produces are rebuilt directly: no tree copy needed.
     if cls is ast.BinOp:
-        return ast.BinOp(left=operands[0], op=template.op, right=operands[1])
+        return ast.BinOp(operands[0], template.op, operands[1])
     if cls is ast.UnaryOp:
-        return ast.UnaryOp(op=template.op, operand=operands[0])
+        return ast.UnaryOp(template.op, operands[0])
     if (
         cls is ast.Call
         and not template.keywords
         and len(template.args) == len(operands)
         and all(_is_placeholder(arg, i) for i, arg in enumerate(template.args))
     ):
-        return ast.Call(func=clone(template.func), args=operands, keywords=[])
+        return ast.Call(clone(template.func), operands, [])
     lookup = {ARG_PLACEHOLDER.format(i): op for i, op in enumerate(operands)}
     return substitute(template, lookup)
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from . import messages
-from .astutil import walk
+from .astutil import load, walk
 from .calls import Binding, bind_arguments, check_cycle, relabel
 from .desugar import Desugar
 from .errors import AdcompileError, NoDerivativeError, UnsupportedSyntaxError
@@ -74,7 +74,7 @@ NONDIFF_BUILTINS = frozenset(
 
 
 def _placeholder(i: int) -> ast.Name:
-    return ast.Name(id=ARG_PLACEHOLDER.format(i), ctx=ast.Load())
+    return load(ARG_PLACEHOLDER.format(i))
 
 
 def _bound_by(stmt: ast.stmt) -> tuple[list[ast.expr], list[ast.stmt]]:
@@ -542,7 +542,7 @@ class Lowerer(ArrayLowering):
             symbol = messages.operator_symbol(node.op)
             raise self._error(UnsupportedSyntaxError, node, messages.unsupported_operator(symbol))
         args = [self._atom(node.left), self._atom(node.right)]
-        shape = ast.BinOp(left=_placeholder(0), op=node.op, right=_placeholder(1))
+        shape = ast.BinOp(_placeholder(0), node.op, _placeholder(1))
         self._apply(node, target, primal, args, shape)
 
     def _expr_UnaryOp(self, node: ast.UnaryOp, target: str) -> None:
@@ -916,8 +916,8 @@ class Lowerer(ArrayLowering):
             if name and getattr(module, name, None) is value:
                 return self._module_member(module, name, node)
         if getattr(builtins, node.id, None) is value:
-            return ast.Name(id=node.id, ctx=ast.Load())
-        return ast.Name(id=node.id, ctx=ast.Load())
+            return load(node.id)
+        return load(node.id)
 
     def _renderable_callee(self, value: object) -> bool:
         name = getattr(value, "__name__", None)

@@ -31,15 +31,16 @@ _FOLDABLE: dict[type[ast.operator], Callable[[object, object], object]] = {
 
 
 def _number(node: ast.expr) -> float | int | None:
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float, bool):
-        return int(node.value) if type(node.value) is bool else node.value
-    if (
-        isinstance(node, ast.UnaryOp)
-        and isinstance(node.op, ast.USub)
-        and isinstance(node.operand, ast.Constant)
-        and type(node.operand.value) in (int, float)
-    ):
-        return -node.operand.value
+    cls = node.__class__
+    if cls is ast.Constant:
+        value = node.value
+        if type(value) in (int, float, bool):
+            return int(value) if type(value) is bool else value
+        return None
+    if cls is ast.UnaryOp and node.op.__class__ is ast.USub:
+        operand = node.operand
+        if operand.__class__ is ast.Constant and type(operand.value) in (int, float):
+            return -operand.value
     return None
 
 
@@ -49,10 +50,9 @@ def _literal(value: float | int) -> ast.expr:
     return ast.Constant(value=value)
 
 
-def _fold(node: ast.BinOp) -> ast.expr | None:
-    left, right = _number(node.left), _number(node.right)
-    fold = _FOLDABLE.get(type(node.op))
-    if left is None or right is None or fold is None:
+def _fold(op: ast.operator, left: float | int, right: float | int) -> ast.expr | None:
+    fold = _FOLDABLE.get(op.__class__)
+    if fold is None:
         return None
     try:
         value = fold(left, right)
@@ -90,11 +90,13 @@ def simplify(node: ast.AST, facts: FloatFacts = NO_FACTS) -> ast.AST:
     cls = node.__class__
     if cls is ast.Name or cls is ast.Constant:
         return node
-    map_children(node, lambda child: simplify(child, facts))
-    if cls is ast.BinOp:
+    if cls is ast.BinOp:  # the common cases first, without a callback per child
+        node.left, node.right = simplify(node.left, facts), simplify(node.right, facts)
         return _simplify_binop(node, facts)
     if cls is ast.UnaryOp:
+        node.operand = simplify(node.operand, facts)
         return _simplify_unary(node)
+    map_children(node, lambda child: simplify(child, facts))
     if cls is ast.IfExp:  # a rule's test on a literal argument: `2.0 > 0`, `3 != 0`
         decided = literal_truth(node.test)
         if decided is not None:
@@ -107,28 +109,30 @@ def simplify(node: ast.AST, facts: FloatFacts = NO_FACTS) -> ast.AST:
 
 
 def _simplify_binop(node: ast.BinOp, facts: FloatFacts) -> ast.expr:
-    folded = _fold(node)
-    if folded is not None:
-        return folded
+    op, left, right = node.op.__class__, node.left, node.right
+    a, b = _number(left), _number(right)
+    if a is not None and b is not None:
+        folded = _fold(node.op, a, b)
+        if folded is not None:
+            return folded
     without_unit = _drop_unit_factor(node, facts)
     if without_unit is not None:
         return without_unit
-    op, left, right = node.op, node.left, node.right
     # A literal zero factor comes from a literal exponent or coefficient (d/dx x**0 == 0):
     # the product is zero even where the other factor's formula is undefined (x**-1 at 0).
-    if isinstance(op, ast.Mult) and (_is_zero(left) or _is_zero(right)):
+    if op is ast.Mult and (a == 0 or b == 0):
         return ast.Constant(value=0.0)
-    if isinstance(op, ast.Pow) and _is_zero(right):
+    if op is ast.Pow and b == 0:
         return ast.Constant(value=1.0)
-    if isinstance(op, ast.Mult) and _is_one(left):
+    if op is ast.Mult and a == 1:
         return right
-    if isinstance(op, ast.Mult | ast.Div | ast.Pow) and _is_one(right):
+    if (op is ast.Mult or op is ast.Div or op is ast.Pow) and b == 1:
         return left
-    if isinstance(op, ast.Add) and _is_zero(left):
+    if op is ast.Add and a == 0:
         return right
-    if isinstance(op, ast.Add | ast.Sub) and _is_zero(right):
+    if (op is ast.Add or op is ast.Sub) and b == 0:
         return left
-    if isinstance(op, ast.Pow) and _number(right) == 2 and isinstance(left, ast.Name):
+    if op is ast.Pow and b == 2 and left.__class__ is ast.Name:
         return ast.BinOp(left=left, op=ast.Mult(), right=ast.Name(id=left.id, ctx=ast.Load()))
     return node
 

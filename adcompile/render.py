@@ -103,7 +103,7 @@ def _with_comments(
         sweep = getattr(stmt, "adcompile_sweep", None)
         key = (ADJOINT if sweep == ADJOINT else FORWARD, getattr(stmt, "adcompile_line", None))
         if key[1] is not None and key != previous:
-            out.append(CommentLine(text=_block_comment(stmt, fs).replace("\n", " ")))
+            out.append(CommentLine(_block_comment(stmt, fs).replace("\n", " ")))
         previous = key
         if isinstance(stmt, ast.If | ast.For | ast.While):
             stmt.body = _with_comments(stmt.body, fs, key)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .array_adjoints import KnownShapes, array_partial, helpers_in, scalar_output_check
-from .astutil import clone, loads_in, names_in, substitute
+from .astutil import LOAD, STORE, clone, loads_in, names_in, substitute
 from .ir import (
     Apply,
     Atom,
@@ -187,7 +187,7 @@ def operands_in(block: list[Stmt]) -> set[str]:
 
 # ----- helpers to build tagged statements ------------------------------------------------
 def _name(name: str, store: bool = False) -> ast.Name:
-    return ast.Name(id=name, ctx=ast.Store() if store else ast.Load())
+    return ast.Name(name, STORE if store else LOAD)
 
 
 def tag(stmt: ast.stmt, line: int, sweep: str) -> ast.stmt:
@@ -199,7 +199,9 @@ def tag(stmt: ast.stmt, line: int, sweep: str) -> ast.stmt:
 
 def assign(target: str, value: ast.expr, line: int, sweep: str) -> ast.stmt:
     """A tagged ``target = value``."""
-    return tag(ast.Assign(targets=[_name(target, True)], value=value, lineno=line), line, sweep)
+    node = ast.Assign([ast.Name(target, STORE)], value)  # positional: see astutil.LOAD
+    node.lineno = line
+    return tag(node, line, sweep)
 
 
 def opaque_statement(stmt: Opaque, sweep: str) -> ast.stmt:
@@ -387,7 +389,7 @@ class AdjointSweep:
         # The first contribution assigns; later ones add. No zero-initialised accumulators.
         name = self.adjoint(var)
         if name in defined:
-            node = ast.AugAssign(target=_name(name, True), op=ast.Add(), value=value)
+            node = ast.AugAssign(ast.Name(name, STORE), ast.Add(), value)
             return tag(node, line, ADJOINT)
         defined.add(name)
         return assign(name, value, line, ADJOINT)

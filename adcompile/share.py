@@ -20,7 +20,7 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from .astutil import names_in
+from .astutil import load, names_in, store
 from .reverse import ADJOINT, TANGENT
 
 PURE_BUILTINS = frozenset({"abs", "min", "max", "float", "pow"})
@@ -97,7 +97,7 @@ class _Block:
         if key is not None:
             holder = self.holders.get(key)
             if holder is not None and self.versions.get(holder[0], 0) == holder[1]:
-                _Use(i, parent, field, index, node).replace(ast.Name(id=holder[0], ctx=ast.Load()))
+                _Use(i, parent, field, index, node).replace(load(holder[0]))
                 return
             self.uses.setdefault(key, []).append(_Use(i, parent, field, index, node))
         for child_field, child_index, child in _evaluated_children(node):
@@ -192,14 +192,14 @@ class _Block:
                 continue
             name = self.fresh()
             first = live[0]
-            assignment = ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=first.node)
+            assignment = ast.Assign([store(name)], first.node)
             assignment.lineno = 0
             owner = statements[first.stmt]
             assignment.adcompile_line = getattr(owner, "adcompile_line", 0)
             assignment.adcompile_sweep = getattr(owner, "adcompile_sweep", ADJOINT)
             before.setdefault(first.stmt, []).insert(0, assignment)  # inner values go first
             for use in live:
-                use.replace(ast.Name(id=name, ctx=ast.Load()))
+                use.replace(load(name))
             for use in live[1:]:
                 dropped.update(id(n) for n in ast.walk(use.node))
         if not before:
