@@ -152,6 +152,18 @@ class _Block:
             left = self._key(node.left, keys)
             right = self._key(node.right, keys) if left is not None else None
             return None if right is None else ("BinOp", left, node.op.__class__, right)
+        if cls is ast.Call:  # `math.sin(t)`: spelled out too (contexts need no key)
+            if not self._candidate(node):
+                return None
+            func = self._key(node.func, keys)
+            args = self._list_key(node.args, keys) if func is not None else None
+            return None if args is None else ("Call", func, args)
+        if cls is ast.Attribute:
+            value = self._key(node.value, keys)
+            return None if value is None else ("Attribute", value, node.attr)
+        if cls is ast.UnaryOp:
+            operand = self._key(node.operand, keys)
+            return None if operand is None else ("UnaryOp", node.op.__class__, operand)
         if isinstance(node, ast.Subscript | ast.IfExp | ast.BoolOp | ast.Lambda):
             return None  # may read mutable lists, or not run
         if isinstance(node, ast.Call) and not self._candidate(node):
@@ -219,9 +231,17 @@ def _evaluated_children(node: ast.expr) -> Iterator[tuple[str, int | None, ast.e
     if isinstance(node, ast.BoolOp):
         yield "values", 0, node.values[0]
         return
-    if node.__class__ is ast.BinOp:  # the common case, without the generic field walk
+    cls = node.__class__
+    if cls is ast.Name or cls is ast.Constant:  # the common cases, without the field walk
+        return
+    if cls is ast.BinOp:
         yield "left", None, node.left
         yield "right", None, node.right
+        return
+    if cls is ast.Call and not node.keywords:
+        yield "func", None, node.func
+        for index, item in enumerate(node.args):
+            yield "args", index, item
         return
     for field, value in ast.iter_fields(node):
         if isinstance(value, ast.expr):
