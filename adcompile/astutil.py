@@ -66,7 +66,7 @@ def statements_in(statements: list[ast.stmt]) -> list[ast.stmt]:
     while stack:
         stmt = stack.pop()
         out.append(stmt)
-        for field in _block_fields(stmt.__class__):
+        for field in block_fields(stmt.__class__):
             stack.extend(getattr(stmt, field))
     return out
 
@@ -74,8 +74,8 @@ def statements_in(statements: list[ast.stmt]) -> list[ast.stmt]:
 _BLOCK_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def _block_fields(cls: type) -> tuple[str, ...]:
-    # Looked up per class: most statements have no blocks, and a failed getattr is slow.
+def block_fields(cls: type) -> tuple[str, ...]:
+    """The fields of statement class ``cls`` that hold nested statements (often none)."""
     fields = _BLOCK_FIELDS.get(cls)
     if fields is None:
         fields = tuple(f for f in ("body", "orelse", "finalbody") if f in cls._fields)

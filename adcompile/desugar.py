@@ -13,6 +13,7 @@ import ast
 import copy
 from dataclasses import dataclass, field
 
+from .astutil import block_fields
 from .names import NameTable
 
 
@@ -58,9 +59,6 @@ def _any_flag(flags: list[str], like: ast.AST) -> ast.expr:
     return ast.copy_location(test, like)
 
 
-_STATEMENT_FIELDS = ("body", "orelse", "finalbody")
-
-
 def _contains(stmts: list[ast.stmt], kinds: tuple[type, ...], into_loops: bool) -> bool:
     stack: list[ast.AST] = list(stmts)
     while stack:
@@ -72,8 +70,8 @@ def _contains(stmts: list[ast.stmt], kinds: tuple[type, ...], into_loops: bool) 
         if not into_loops and isinstance(node, ast.For | ast.While):
             stack.extend(node.orelse)
             continue
-        for nested in _STATEMENT_FIELDS:  # where statements nest; expressions hold none
-            stack.extend(getattr(node, nested, ()))
+        for nested in block_fields(node.__class__):  # expressions hold no statements
+            stack.extend(getattr(node, nested))
     return False
 
 
