@@ -14,7 +14,15 @@ import operator
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 
-from .astutil import clone, loads_in, map_children, names_in, rename_in_place, statements_in
+from .astutil import (
+    clone,
+    loads_in,
+    map_children,
+    names_in,
+    rename_in_place,
+    same_tree,
+    statements_in,
+)
 from .floats import NO_FACTS, FloatFacts
 from .overlay import SetOverlay
 from .reverse import ADJOINT, TANGENT
@@ -229,7 +237,7 @@ def _repeats(first: ast.stmt, second: ast.stmt) -> bool:
         and getattr(second, "adcompile_sweep", None) == ADJOINT
         and target == second.target.id
         and target not in names_in(first.value)
-        and ast.dump(first.value) == ast.dump(second.value)
+        and same_tree(first.value, second.value)
     )
 
 

@@ -71,7 +71,7 @@ FULL = Settings(
     samples=41,
     warmup=5,
     sample_ns=3_000_000,
-    compile_runs={300: 5, 500: 5, 2000: 3, 8000: 3},
+    compile_runs={300: 15, 500: 9, 2000: 5, 8000: 3},
 )
 QUICK = Settings(
     samples=7,
