@@ -68,11 +68,14 @@ def uses_numpy(node: ast.AST, namespace: dict[str, object], local: set[str]) -> 
     ``x.sum()``), or a local indexed by a constant key (``params["W1"]``, ``pair[0]``).
     """
     array_syntax = False
+    looked_up = set(local)  # each outside name once: `math` is read at every call
     for child in walk(node):
         cls = child.__class__
         if cls is ast.Name:
-            if child.id not in local and is_numpy(namespace.get(child.id)):
-                return True
+            if child.id not in looked_up:
+                looked_up.add(child.id)
+                if is_numpy(namespace.get(child.id)):
+                    return True
         elif cls is ast.BinOp:
             array_syntax = array_syntax or isinstance(child.op, ast.MatMult)
         elif cls is ast.Attribute or cls is ast.Subscript:
