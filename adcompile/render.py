@@ -44,8 +44,8 @@ _VISITORS: dict[type, Callable[..., None]] = {}  # node class -> _Generator's me
 class _Generator(SourceGenerator):
     """astor's source generator, writing ``CommentLine`` nodes and noting ``alias.attr`` reads.
 
-    Dispatch is cached per node class: astor looks each visitor method up by name on every
-    node, which is a fifth of rendering a long gradient.
+    Dispatch is cached per node class: astor builds each visitor's name and looks it up again
+    for every node it writes.
     """
 
     def __init__(self) -> None:
