@@ -184,6 +184,12 @@ def substitute(node: ast.AST, mapping: Mapping[str, ast.expr]) -> ast.AST:
         return clone(replacement) if replacement is not None else ast.Name(node.id, node.ctx)
     if cls is ast.Constant:
         return ast.Constant(node.value)
+    if cls is ast.BinOp:  # the shapes of rule templates, built without the field loop
+        return ast.BinOp(substitute(node.left, mapping), node.op, substitute(node.right, mapping))
+    if cls is ast.UnaryOp:
+        return ast.UnaryOp(node.op, substitute(node.operand, mapping))
+    if cls is ast.Attribute:
+        return ast.Attribute(substitute(node.value, mapping), node.attr, node.ctx)
     new = cls.__new__(cls)
     for name in cls._fields:
         value = getattr(node, name, None)
