@@ -134,23 +134,15 @@ def _stores(statements: list[ast.stmt]) -> dict[str, list[Store]]:
     for stmt in statements_in(statements):
         cls = stmt.__class__
         if cls is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name:
-            _add(found, stmt.targets[0].id, stmt.value)
+            found.setdefault(stmt.targets[0].id, []).append(stmt.value)
         elif cls is ast.AugAssign and stmt.target.__class__ is ast.Name:
-            _add(found, stmt.target.id, stmt)
+            found.setdefault(stmt.target.id, []).append(stmt)
         elif cls is ast.Assign or cls is ast.AugAssign or cls is ast.For:
             targets = stmt.targets if cls is ast.Assign else [stmt.target]
             for node in (n for target in targets for n in ast.walk(target)):
                 if isinstance(node, ast.Name):
-                    _add(found, node.id, _UNKNOWN)
+                    found.setdefault(node.id, []).append(_UNKNOWN)
     return found
-
-
-def _add(found: dict[str, list[Store]], name: str, value: Store) -> None:
-    values = found.get(name)
-    if values is None:
-        found[name] = [value]
-    else:
-        values.append(value)
 
 
 def _units(stores: dict[str, list[Store]], params: set[str]) -> set[str]:

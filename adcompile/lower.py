@@ -915,8 +915,6 @@ class Lowerer(ArrayLowering):
             name = getattr(value, "__name__", None)
             if name and getattr(module, name, None) is value:
                 return self._module_member(module, name, node)
-        if getattr(builtins, node.id, None) is value:
-            return load(node.id)
         return load(node.id)
 
     def _renderable_callee(self, value: object) -> bool:

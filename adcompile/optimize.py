@@ -84,10 +84,6 @@ def _exact(
     return isinstance(exact, Fraction | int) and exact == Fraction(value)
 
 
-def _is_one(node: ast.expr) -> bool:
-    return _number(node) == 1
-
-
 def _is_zero(node: ast.expr) -> bool:
     return _number(node) == 0
 

@@ -199,7 +199,7 @@ def tag(stmt: ast.stmt, line: int, sweep: str) -> ast.stmt:
 
 def assign(target: str, value: ast.expr, line: int, sweep: str) -> ast.stmt:
     """A tagged ``target = value``."""
-    node = ast.Assign([ast.Name(target, STORE)], value)  # positional: see astutil.LOAD
+    node = ast.Assign([_name(target, True)], value)  # positional: see astutil.LOAD
     node.lineno = line
     return tag(node, line, sweep)
 
@@ -389,7 +389,7 @@ class AdjointSweep:
         # The first contribution assigns; later ones add. No zero-initialised accumulators.
         name = self.adjoint(var)
         if name in defined:
-            node = ast.AugAssign(ast.Name(name, STORE), ast.Add(), value)
+            node = ast.AugAssign(_name(name, True), ast.Add(), value)
             return tag(node, line, ADJOINT)
         defined.add(name)
         return assign(name, value, line, ADJOINT)

@@ -166,8 +166,6 @@ class _Block:
             return None if operand is None else ("UnaryOp", node.op.__class__, operand)
         if isinstance(node, ast.Subscript | ast.IfExp | ast.BoolOp | ast.Lambda):
             return None  # may read mutable lists, or not run
-        if isinstance(node, ast.Call) and not self._candidate(node):
-            return None
         parts: list[object] = [type(node).__name__]
         for _, value in ast.iter_fields(node):
             if isinstance(value, ast.expr):
