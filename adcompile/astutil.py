@@ -86,21 +86,21 @@ def block_fields(cls: type) -> tuple[str, ...]:
 def names_in(node: ast.AST) -> list[str]:
     """The identifiers of every ``Name`` under ``node`` (in no particular order)."""
     found: list[ast.Name] = []
-    _collect(node, found, loads_only=False)
+    collect_names(node, found, loads_only=False)
     return [n.id for n in found]
 
 
 def loads_in(node: ast.AST) -> list[str]:
     """The identifiers of the ``Name`` nodes under ``node`` that are read (not assigned)."""
     found: list[ast.Name] = []
-    _collect(node, found, loads_only=True)
+    collect_names(node, found, loads_only=True)
     return [n.id for n in found]
 
 
 def name_nodes(node: ast.AST) -> list[ast.Name]:
     """Every ``Name`` node under ``node``."""
     found: list[ast.Name] = []
-    _collect(node, found, loads_only=False)
+    collect_names(node, found, loads_only=False)
     return found
 
 
@@ -131,7 +131,10 @@ _TARGETS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
-def _collect(node: ast.AST, found: list[ast.Name], loads_only: bool) -> None:
+def collect_names(node: ast.AST, found: list[ast.Name], loads_only: bool) -> None:
+    """Append every ``Name`` node under ``node`` to ``found`` (only reads if ``loads_only``).
+
+    For walks over many statements: one list for all of them, no list per statement."""
     cls = node.__class__
     if cls is ast.Name:
         found.append(node)
@@ -153,9 +156,9 @@ def _collect(node: ast.AST, found: list[ast.Name], loads_only: bool) -> None:
         value = getattr(node, field_name, None)
         if value.__class__ is list:
             for item in value:
-                _collect(item, found, loads_only)
+                collect_names(item, found, loads_only)
         elif value is not None:
-            _collect(value, found, loads_only)
+            collect_names(value, found, loads_only)
 
 
 def clone(node: object) -> object:

@@ -73,8 +73,11 @@ NONDIFF_BUILTINS = frozenset(
 )
 
 
+_PLACEHOLDER_IDS = [ARG_PLACEHOLDER.format(i) for i in range(8)]
+
+
 def _placeholder(i: int) -> ast.Name:
-    return load(ARG_PLACEHOLDER.format(i))
+    return load(_PLACEHOLDER_IDS[i] if i < 8 else ARG_PLACEHOLDER.format(i))
 
 
 def _bound_by(stmt: ast.stmt) -> tuple[list[ast.expr], list[ast.stmt]]:

@@ -11,11 +11,13 @@ from __future__ import annotations
 import ast
 import math
 import operator
+from collections import Counter
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 from .astutil import (
     clone,
+    collect_names,
     loads_in,
     map_children,
     names_in,
@@ -496,12 +498,11 @@ def _is_copy(stmt: ast.stmt) -> bool:
     )
 
 
-def _read_counts(statements: list[ast.stmt], returns: ast.expr) -> dict[str, int]:
-    counts: dict[str, int] = {}
+def _read_counts(statements: list[ast.stmt], returns: ast.expr) -> Counter[str]:
+    reads: list[ast.Name] = []
     for node in [*statements, returns]:
-        for name in loads_in(node):
-            counts[name] = counts.get(name, 0) + 1
-    return counts
+        collect_names(node, reads, loads_only=True)
+    return Counter([name.id for name in reads])
 
 
 def _inline(node: ast.AST, pending: dict[str, ast.stmt]) -> ast.AST:

@@ -54,6 +54,9 @@ class _Generator(SourceGenerator):
 
     def visit(self, node: ast.AST) -> None:
         """Write ``node`` with the visitor method of its class."""
+        if node.__class__ is ast.Name:  # a third of all nodes; astor's visit_Name is this
+            self.write(node.id)
+            return
         method = _VISITORS.get(node.__class__)
         if method is None:
             method = _VISITORS[node.__class__] = getattr(

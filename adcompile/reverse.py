@@ -459,11 +459,15 @@ class AdjointSweep:
         return out
 
     def _template_mapping(self, stmt: Apply, g: str) -> dict[str, ast.expr]:
-        params = stmt.rule.params
-        mapping = {p: atom_expr(a) for p, a in zip(params, stmt.args, strict=False)}
-        mapping["result"] = _name(stmt.target)
+        read = _template_names(stmt.rule)  # only what the template reads is worth building
+        mapping = {
+            p: atom_expr(a) for p, a in zip(stmt.rule.params, stmt.args, strict=False) if p in read
+        }
         mapping["g"] = _name(g)
-        mapping["math"] = _name(self.fn.math_alias)
+        if "result" in read:
+            mapping["result"] = _name(stmt.target)
+        if "math" in read:
+            mapping["math"] = _name(self.fn.math_alias)
         if self.fn.array_mode:
             mapping["np"] = _name(self.fn.numpy_alias)
             mapping.update(stmt.statics)
@@ -705,6 +709,13 @@ def _rule_helpers(rule: Rule) -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=1024)
+def _template_names(rule: Rule) -> frozenset[str]:
+    """Every name a rule's template reads, setup included (rules are fixed: cached)."""
+    setup, adjoints = rule.parsed
+    return frozenset(name for node in [*setup, *adjoints] if node for name in names_in(node))
+
+
+@functools.lru_cache(maxsize=1024)
 def _g_count(rule: Rule, wanted: tuple[int, ...]) -> int:
     """How often a rule's setup and wanted adjoints read ``g`` (rules are fixed: cached)."""
     setup, adjoints = rule.parsed
@@ -783,9 +794,9 @@ def build_gradient(
     if with_value:
         grads = ast.Tuple(elts=[output_value(fn), grads], ctx=ast.Load())
     temp_adjoints = {sweep.adjoints[t] for t in fn.temporaries if t in sweep.adjoints}
-    primal_of = {
+    primal_of = {  # array code only: what a zero adjoint takes its shape from
         adjoint: clone(fn.leaf_exprs[var]) if var in fn.leaf_exprs else _name(var)
-        for var, adjoint in sweep.adjoints.items()
+        for var, adjoint in (sweep.adjoints.items() if fn.array_mode else ())
     }
     return GradientBody(statements, grads, temp_adjoints, cotangent_params, primal_of)
 

@@ -78,7 +78,12 @@ class _Block:
             if getattr(stmt, "adcompile_sweep", None) in _REWRITTEN and hasattr(stmt, "value"):
                 self._collect(i, stmt, "value", None, stmt.value, keys)
             self._record_holder(stmt, keys)
-            self._bump(_assigned(stmt))
+            targets = getattr(stmt, "targets", None)
+            if targets is not None and len(targets) == 1 and targets[0].__class__ is ast.Name:
+                name = targets[0].id  # `name = e`, the usual statement: no set needed
+                self.versions[name] = self.versions.get(name, 0) + 1
+            else:
+                self._bump(_assigned(stmt))
         return self._hoist(statements)
 
     # ----- pass 1: where each candidate is computed, keyed by what it reads ----------------
@@ -91,8 +96,9 @@ class _Block:
         node: ast.AST,
         keys: dict[int, tuple | None],
     ) -> None:
-        if not isinstance(node, ast.expr):
-            return
+        cls = node.__class__
+        if cls is ast.Name or cls is ast.Constant or not isinstance(node, ast.expr):
+            return  # nothing to share, nothing inside
         key = self._key(node, keys) if self._candidate(node) else None
         if key is not None:
             holder = self.holders.get(key)
@@ -100,6 +106,10 @@ class _Block:
                 _Use(i, parent, field, index, node).replace(load(holder[0]))
                 return
             self.uses.setdefault(key, []).append(_Use(i, parent, field, index, node))
+        if cls is ast.BinOp:  # the common case, without the generator
+            self._collect(i, node, "left", None, node.left, keys)
+            self._collect(i, node, "right", None, node.right, keys)
+            return
         for child_field, child_index, child in _evaluated_children(node):
             self._collect(i, node, child_field, child_index, child, keys)
 

@@ -49,7 +49,7 @@ class Rule:
         """The template's setup statements and one adjoint expression per argument."""
         return parse_template(self.template, self.arity)
 
-    @property
+    @functools.cached_property
     def nondifferentiable_args(self) -> frozenset[int]:
         """Indices of the arguments whose adjoint is ``None``."""
         return frozenset(i for i, expr in enumerate(self.parsed[1]) if expr is None)
