@@ -49,9 +49,16 @@ def walk(node: ast.AST, prune: tuple[type, ...] = ()) -> Iterator[ast.AST]:
     while stack:
         current = stack.pop()
         yield current
+        cls = current.__class__
+        if cls is ast.Name or cls is ast.Constant:  # most nodes: leaves, no fields to try
+            continue
         if prune and isinstance(current, prune):
             continue
-        for name in _child_fields(current.__class__):
+        if cls is ast.BinOp:  # the order of the generic loop below
+            stack.append(current.left)
+            stack.append(current.right)
+            continue
+        for name in _child_fields(cls):
             value = getattr(current, name, None)
             if isinstance(value, list):
                 stack.extend(v for v in value if isinstance(v, ast.AST))

@@ -76,6 +76,17 @@ NONDIFF_BUILTINS = frozenset(
 _PLACEHOLDER_IDS = [ARG_PLACEHOLDER.format(i) for i in range(8)]
 
 
+_HANDLERS: dict[tuple[type, str, type], Callable[..., None] | None] = {}
+
+
+def _handler(lowerer: type, prefix: str, node_class: type) -> Callable[..., None] | None:
+    """The lowerer's method for a node class (``_expr_BinOp``), looked up once per class."""
+    key = (lowerer, prefix, node_class)
+    if key not in _HANDLERS:
+        _HANDLERS[key] = getattr(lowerer, f"{prefix}{node_class.__name__}", None)
+    return _HANDLERS[key]
+
+
 def _placeholder(i: int) -> ast.Name:
     return load(_PLACEHOLDER_IDS[i] if i < 8 else ARG_PLACEHOLDER.format(i))
 
@@ -276,13 +287,13 @@ class Lowerer(ArrayLowering):
 
     # ----- statements --------------------------------------------------------------------
     def _statement(self, stmt: ast.stmt) -> None:
-        handler = getattr(self, f"_stmt_{type(stmt).__name__}", None)
+        handler = _handler(Lowerer, "_stmt_", stmt.__class__)
         if handler is None:
             message = messages.UNSUPPORTED_STATEMENTS.get(
                 type(stmt), f"`{type(stmt).__name__}` statements are not supported"
             )
             raise self._error(UnsupportedSyntaxError, stmt, message)
-        handler(stmt)
+        handler(self, stmt)
 
     def _stmt_Pass(self, stmt: ast.Pass) -> None:
         pass
@@ -517,7 +528,7 @@ class Lowerer(ArrayLowering):
 
     def _lower_into(self, node: ast.expr, target: str) -> None:
         """Emit statements that leave the value of ``node`` in ``target``."""
-        handler = getattr(self, f"_expr_{type(node).__name__}", None)
+        handler = _handler(Lowerer, "_expr_", node.__class__)
         if handler is None:
             if isinstance(node, ast.Attribute) and self.array_mode and self._on_local(node):
                 self._array_attribute(node, target)
@@ -532,7 +543,7 @@ class Lowerer(ArrayLowering):
                 type(node), f"`{type(node).__name__}` expressions are not supported"
             )
             raise self._error(UnsupportedSyntaxError, node, message)
-        handler(node, target)
+        handler(self, node, target)
 
     def _expr_BinOp(self, node: ast.BinOp, target: str) -> None:
         primal = BINARY_OPERATORS.get(type(node.op))

@@ -106,6 +106,12 @@ def function_identifiers(node: ast.FunctionDef | ast.Lambda) -> set[str]:
 _WORD = re.compile(r"[^\W\d]\w*")
 
 
+def _mentions(text: str, word: str) -> bool:
+    """Whether ``word`` is among ``_WORD.findall(text)`` (or, rarely, inside a longer word
+    after a digit: a superset, which only reserves a name more), without listing them all."""
+    return re.search(rf"(?<![^\W\d]){re.escape(word)}(?!\w)", text) is not None
+
+
 def user_name_table(
     node: ast.FunctionDef | ast.Lambda, extra: Iterable[str] = (), source: str | None = None
 ) -> NameTable:
@@ -123,7 +129,7 @@ def user_name_table(
         if isinstance(node, ast.FunctionDef):
             body_start = node.body[0].lineno - node.lineno
             body_text = "".join(source.splitlines(keepends=True)[body_start:])
-            if node.name not in _WORD.findall(body_text):
+            if not _mentions(body_text, node.name):
                 words.discard(node.name)
     reserved = words | set(extra) | set(dir(builtins))
     return NameTable(reserved)

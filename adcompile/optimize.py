@@ -252,7 +252,9 @@ def _contribution_target(stmt: ast.stmt) -> str | None:
 
 
 def _reads(node: ast.AST) -> set[str]:
-    return set(names_in(node))
+    found: list[ast.Name] = []
+    collect_names(node, found, loads_only=False)
+    return {name.id for name in found}
 
 
 def eliminate_dead_code(
