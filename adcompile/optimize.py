@@ -152,12 +152,13 @@ def _drop_unit_factor(node: ast.BinOp, facts: FloatFacts) -> ast.expr | None:
     op, left, right = node.op, node.left, node.right
     if isinstance(op, ast.Mult | ast.Div) and facts.is_unit(right) and facts.is_float(left):
         return left
-    if not isinstance(op, ast.Mult) or not facts.is_float(right):
+    if not isinstance(op, ast.Mult):
         return None
+    # The unit is looked for first: asking whether `e` is a float may follow its definitions.
     if facts.is_unit(left):
-        return right
+        return right if facts.is_float(right) else None
     negated_unit = isinstance(left, ast.UnaryOp) and isinstance(left.op, ast.USub)
-    if negated_unit and facts.is_unit(left.operand):
+    if negated_unit and facts.is_unit(left.operand) and facts.is_float(right):
         return ast.UnaryOp(op=ast.USub(), operand=right)
     return None
 
@@ -227,10 +228,11 @@ def _merge_repeated_contributions(statements: list[ast.stmt]) -> None:
 
 
 def _repeats(first: ast.stmt, second: ast.stmt) -> bool:
+    if second.__class__ is not ast.AugAssign:  # the usual answer, found cheaply
+        return False
     target = _contribution_target(first)
     return (
         target is not None
-        and isinstance(second, ast.AugAssign)
         and type(second.op) is (type(first.op) if isinstance(first, ast.AugAssign) else ast.Add)
         and getattr(second, "adcompile_sweep", None) == ADJOINT
         and target == second.target.id
@@ -448,7 +450,7 @@ def optimize(
     if "zeros" in passes:
         statements = drop_zero_contributions(statements)
     if "dead_code" in passes:
-        has_loops = any(isinstance(s, ast.For | ast.While) for s in statements_in(statements))
+        has_loops = _has_loop(statements)
         unread = never_read(statements, returns) if has_loops else frozenset()
         statements = eliminate_dead_code(statements, _reads(returns), unread)
     if "inline" in passes:
@@ -458,6 +460,15 @@ def optimize(
     if "share" in passes and sharing is not None:
         statements = share_common_subexpressions(statements, *sharing)
     return statements
+
+
+def _has_loop(statements: list[ast.stmt]) -> bool:
+    for stmt in statements:
+        if isinstance(stmt, ast.For | ast.While):
+            return True
+        if isinstance(stmt, ast.If) and (_has_loop(stmt.body) or _has_loop(stmt.orelse)):
+            return True
+    return False
 
 
 def propagate_copies(statements: list[ast.stmt], replaceable: set[str]) -> list[ast.stmt]:
