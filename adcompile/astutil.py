@@ -186,6 +186,24 @@ def clone(node: object) -> object:
     return node
 
 
+def clone_located(node: object) -> object:
+    """A deep copy of an AST that keeps each node's position (for located error messages);
+    ``copy.deepcopy`` does the same about ten times slower."""
+    cls = node.__class__
+    if isinstance(node, ast.AST):
+        new = cls.__new__(cls)
+        for name in cls._fields:
+            value = getattr(node, name, None)
+            setattr(new, name, value if name in _LEAF_FIELDS else clone_located(value))
+        for name in cls._attributes:
+            if hasattr(node, name):
+                setattr(new, name, getattr(node, name))
+        return new
+    if cls is list:
+        return [clone_located(item) for item in node]
+    return node
+
+
 def substitute(node: ast.AST, mapping: Mapping[str, ast.expr]) -> ast.AST:
     """A copy of ``node`` with each ``Name`` in ``mapping`` replaced by a copy of its value."""
     cls = node.__class__

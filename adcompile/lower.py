@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import copy
 import math
 import operator
 import types
@@ -18,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from . import messages
-from .astutil import load, walk
+from .astutil import clone_located, load, walk
 from .calls import Binding, bind_arguments, check_cycle, relabel
 from .desugar import Desugar
 from .errors import AdcompileError, NoDerivativeError, UnsupportedSyntaxError
@@ -948,7 +947,7 @@ class Lowerer(ArrayLowering):
     def _rewrite_opaque(self, node: ast.expr) -> tuple[ast.expr, set[str]]:
         """Copy a test expression with names renamed and callees made canonical."""
         rewriter = _OpaqueRewriter(self)
-        return rewriter.visit(copy.deepcopy(node)), rewriter.reads
+        return rewriter.visit(clone_located(node)), rewriter.reads
 
 
 def _is_number_tuple(value: object) -> bool:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import ast
+import copy
 import itertools
+from pathlib import Path
 
-from adcompile.astutil import same_tree, statements_in
+import adcompile.lower
+from adcompile.astutil import clone_located, same_tree, statements_in, walk
 
 EXPRESSIONS = [
     "g * x",
@@ -80,3 +83,24 @@ def test_statements_in_finds_every_nested_statement() -> None:
     assert sorted(map(id, statements_in(tree.body))) == sorted(
         id(s) for s in expected if s not in handler_bodies
     )
+
+
+def test_clone_located_copies_like_deepcopy_positions_included() -> None:
+    tree = ast.parse(Path(adcompile.lower.__file__).read_text())  # every kind of node it has
+    copied = clone_located(tree)
+    assert ast.dump(copied, include_attributes=True) == ast.dump(
+        copy.deepcopy(tree), include_attributes=True
+    )
+    original = ast.dump(tree)
+    for node in ast.walk(copied):
+        if isinstance(node, ast.Name):
+            node.id = "renamed"
+    assert ast.dump(tree) == original  # the copy shares no node with the original
+
+
+def test_walk_visits_what_ast_walk_visits_except_contexts_and_operators() -> None:
+    tree = ast.parse(Path(adcompile.lower.__file__).read_text())
+    # Skipped: the `ctx` and `op` fields (a comparison's `ops` list is walked).
+    skipped = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop)
+    expected = sorted(id(n) for n in ast.walk(tree) if not isinstance(n, skipped))
+    assert sorted(id(n) for n in walk(tree)) == expected
