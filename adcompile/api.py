@@ -295,8 +295,7 @@ def compile_transform(
     """Generate, load and label one transform of ``fn`` (see ``generate``)."""
     fn = _differentiable_version(fn)
     with _collector_paused():
-        fs = load_function(fn)
-        generated = generate(fs, kind, wrt, mode, optimize)
+        generated = generate(load_function(fn), kind, wrt, mode, optimize)
         label = f"{generated.name} of {fn.__qualname__}"
         compiled = load_module(generated.text, label, generated.arrays)
     for helper, alias in generated.helpers.items():

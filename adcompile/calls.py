@@ -59,11 +59,16 @@ def bind_arguments(call: ast.Call, callee: FunctionSource, caller: FunctionSourc
     return bindings
 
 
+def _place(fs: FunctionSource) -> tuple[str, int, int]:
+    return fs.filename, fs.node.lineno, fs.node.col_offset
+
+
 def check_cycle(chain: list[FunctionSource], callee: FunctionSource, call: ast.Call) -> None:
     """Reject a call that would recurse (directly or through other functions)."""
-    nodes = [fs.node for fs in chain]
-    if callee.node in nodes:
-        cycle = [fs.name for fs in chain[nodes.index(callee.node) :]] + [callee.name]
+    # By position, not by node: each load of a function may parse its lines anew.
+    places = [_place(fs) for fs in chain]
+    if _place(callee) in places:
+        cycle = [fs.name for fs in chain[places.index(_place(callee)) :]] + [callee.name]
         caller = chain[-1]
         raise caller.error(UnsupportedSyntaxError, call, messages.recursion(cycle))
 

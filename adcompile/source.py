@@ -76,6 +76,65 @@ def _parse_file(filename: str, text: str) -> ast.Module:
     return tree
 
 
+def _parse_own_lines(lines: list[str], code: types.CodeType) -> FunctionNode | None:
+    """A ``def`` parsed from its own lines, with its real positions; None where that is not
+    surely the whole definition (then the whole file is parsed, and cached).
+
+    Parsing a whole file costs in proportion to the file, for the first function compiled
+    from it. The def's own lines run from its first line (decorators included) to the last
+    line its code covers. They are not the whole def if the next line of code is indented
+    deeper than the def: say, a statement after ``return`` that the compiler dropped.
+    """
+    if code.co_name == "<lambda>":  # a lambda's lines hold other code around it
+        return None
+    first, last = code.co_firstlineno, _last_line(code)
+    if not 1 <= first <= last <= len(lines):
+        return None
+    own = lines[first - 1 : last]
+    indent = _indentation(own[0])
+    if (indent and first < 2) or _continues(lines, last, indent):
+        return None
+    # Blank lines put the def on its real line; under `if 1:` an indented def parses as it
+    # stands, so its columns are real too.
+    head = "\n" * (first - 2) + "if 1:\n" if indent else "\n" * (first - 1)
+    try:
+        tree = ast.parse(head + "".join(own))
+    except SyntaxError:
+        return None
+    body = tree.body[0].body if indent else tree.body
+    found = [
+        node
+        for node in body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.name == code.co_name
+        and _first_line(node) == first
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def _last_line(code: types.CodeType) -> int:
+    """The last line that the code, or any function nested in it, has an instruction on."""
+    last = max((end for _, end, _, _ in code.co_positions() if end is not None), default=0)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            last = max(last, _last_line(const))
+    return last
+
+
+def _indentation(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _continues(lines: list[str], last: int, indent: int) -> bool:
+    """Whether the first line of code after line ``last`` is indented deeper than ``indent``
+    (an imported file mixes tabs and spaces consistently, so lengths compare as columns)."""
+    for line in lines[last:]:
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            return _indentation(line) > indent
+    return False
+
+
 def _first_line(node: ast.AST) -> int:
     decorators = getattr(node, "decorator_list", [])
     return min([node.lineno] + [d.lineno for d in decorators])
@@ -158,8 +217,9 @@ def load_function(fn: object) -> FunctionSource:
             f"cannot read the source of {fn.__qualname__}: {filename} is not available "
             "(functions typed into the interactive prompt have no source file; put them in a file)"
         )
-    tree = _parse_file(filename, "".join(lines))
-    node = _find_node(tree, code)
+    node = _parse_own_lines(lines, code)
+    if node is None:
+        node = _find_node(_parse_file(filename, "".join(lines)), code)
     if node is None:
         raise AdcompileError(
             f"cannot find the definition of {fn.__qualname__} in {filename} at line "
