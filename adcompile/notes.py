@@ -140,8 +140,7 @@ def instrument(
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
             _wrap_body(node, helper)
-    # The new nodes take the `def` line; every original statement keeps its own line.
-    return ast.fix_missing_locations(tree), {}
+    return tree, {}
 
 
 def _wrap_text(text: str, helper: str) -> tuple[str, dict[str, str]] | None:
@@ -207,6 +206,9 @@ def _wrap_body(node: ast.FunctionDef, helper: str) -> None:
     )
     wrapped = ast.Try(body=body[first:], handlers=[handler], orelse=[], finalbody=[])
     node.body = [*body[:first], wrapped]
+    # The new nodes take the `def` line; every original statement keeps its own line.
+    for new in (wrapped, handler, handler.type, handler.type.value, *handler.body, call, call.func):
+        ast.copy_location(new, node)
 
 
 def _is_docstring(stmt: ast.stmt) -> bool:

@@ -9,6 +9,7 @@ primal line it comes from. Loading it executes exactly that text, so ``.source``
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import itertools
 import linecache
@@ -284,11 +285,19 @@ def helper_definitions(core: CoreFunction) -> list[ast.stmt]:
     renames["np"] = core.numpy_alias
     definitions = []
     for name in sorted(wanted, key=list(HELPERS).index):
-        node = ast.parse(textwrap.dedent(inspect.getsource(HELPERS[name]))).body[0]
+        node = ast.parse(_helper_source(name)).body[0]
         node.name = renames[name]
         rename_in_place(node, renames)
         definitions.append(node)
     return definitions
+
+
+@functools.cache
+def _helper_source(name: str) -> str:
+    """A helper's source text, read once: ``inspect.getsource`` tokenizes its whole file."""
+    from .rules.array_helpers import HELPERS
+
+    return textwrap.dedent(inspect.getsource(HELPERS[name]))
 
 
 def load_module(
