@@ -86,7 +86,8 @@ class NameTable:
     def prefix_free(self, candidates: Iterable[str]) -> str:
         """The first prefix with which no name in use starts."""
         for prefix in candidates:
-            if not any(_adjoint_like(name, prefix) for name in self.taken):
+            starting = [name for name in self.taken if name.startswith(prefix)]  # usually none
+            if not any(_adjoint_like(name, prefix) for name in starting):
                 return prefix
         k = 1
         while any(name.startswith(f"adj{k}_") for name in self.taken):
@@ -104,6 +105,7 @@ def function_identifiers(node: ast.FunctionDef | ast.Lambda) -> set[str]:
 
 
 _WORD = re.compile(r"[^\W\d]\w*")
+_BUILTIN_NAMES = frozenset(dir(builtins))  # reserved so that no generated name hides one
 
 
 def _mentions(text: str, word: str) -> bool:
@@ -131,5 +133,5 @@ def user_name_table(
             body_text = "".join(source.splitlines(keepends=True)[body_start:])
             if not _mentions(body_text, node.name):
                 words.discard(node.name)
-    reserved = words | set(extra) | set(dir(builtins))
+    reserved = words | set(extra) | _BUILTIN_NAMES
     return NameTable(reserved)
