@@ -20,7 +20,7 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from .astutil import load, names_in, store
+from .astutil import load, names_in, store, walk
 from .reverse import ADJOINT, TANGENT
 
 PURE_BUILTINS = frozenset({"abs", "min", "max", "float", "pow"})
@@ -275,8 +275,8 @@ def _stored_names(node: ast.AST) -> set[str]:
         return {node.id} if isinstance(node.ctx, ast.Store) else set()
     return {
         child.id
-        for child in ast.walk(node)
-        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store)
+        for child in walk(node)  # astutil's: the same names, without visiting contexts
+        if child.__class__ is ast.Name and child.ctx.__class__ is ast.Store
     }
 
 
