@@ -20,7 +20,7 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from .astutil import load, names_in, store, walk
+from .astutil import block_fields, load, names_in, store, walk
 from .reverse import ADJOINT, TANGENT
 
 PURE_BUILTINS = frozenset({"abs", "min", "max", "float", "pow"})
@@ -265,9 +265,20 @@ def _assigned(stmt: ast.stmt) -> set[str]:
     # Only targets bind: the lowering rejects `:=`, and a comprehension's variables stay in it.
     if isinstance(stmt, ast.Assign):
         return {name for target in stmt.targets for name in _stored_names(target)}
-    if isinstance(stmt, ast.AugAssign):
-        return _stored_names(stmt.target)
+    if isinstance(stmt, ast.AugAssign | ast.For):
+        return _stored_names(stmt.target) | _nested_assigned(stmt)
+    if isinstance(stmt, ast.If | ast.While):
+        return _nested_assigned(stmt)  # a test stores nothing
     return _stored_names(stmt)
+
+
+def _nested_assigned(stmt: ast.stmt) -> set[str]:
+    return {
+        name
+        for field in block_fields(stmt.__class__)
+        for s in getattr(stmt, field)
+        for name in _assigned(s)
+    }
 
 
 def _stored_names(node: ast.AST) -> set[str]:
