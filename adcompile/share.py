@@ -78,7 +78,7 @@ class _Block:
             if getattr(stmt, "adcompile_sweep", None) in _REWRITTEN and hasattr(stmt, "value"):
                 self._collect(i, stmt, "value", None, stmt.value, keys)
             self._record_holder(stmt, keys)
-            targets = getattr(stmt, "targets", None)
+            targets = stmt.targets if stmt.__class__ is ast.Assign else None
             if targets is not None and len(targets) == 1 and targets[0].__class__ is ast.Name:
                 name = targets[0].id  # `name = e`, the usual statement: no set needed
                 self.versions[name] = self.versions.get(name, 0) + 1
