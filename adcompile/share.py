@@ -78,12 +78,7 @@ class _Block:
             if getattr(stmt, "adcompile_sweep", None) in _REWRITTEN and hasattr(stmt, "value"):
                 self._collect(i, stmt, "value", None, stmt.value, keys)
             self._record_holder(stmt, keys)
-            targets = stmt.targets if stmt.__class__ is ast.Assign else None
-            if targets is not None and len(targets) == 1 and targets[0].__class__ is ast.Name:
-                name = targets[0].id  # `name = e`, the usual statement: no set needed
-                self.versions[name] = self.versions.get(name, 0) + 1
-            else:
-                self._bump(_assigned(stmt))
+            self._bump(_assigned(stmt))
         return self._hoist(statements)
 
     # ----- pass 1: where each candidate is computed, keyed by what it reads ----------------
@@ -264,6 +259,8 @@ def _assigned(stmt: ast.stmt) -> set[str]:
     """Every name a statement (and what it nests) stores to."""
     # Only targets bind: the lowering rejects `:=`, and a comprehension's variables stay in it.
     if isinstance(stmt, ast.Assign):
+        if len(stmt.targets) == 1:  # the usual `name = e` (or one unpacking)
+            return _stored_names(stmt.targets[0])
         return {name for target in stmt.targets for name in _stored_names(target)}
     if isinstance(stmt, ast.AugAssign | ast.For):
         return _stored_names(stmt.target) | _nested_assigned(stmt)
