@@ -16,6 +16,7 @@ from tests.benchmarks.workloads import (
     PRIMAL_NAME,
     Workload,
     as_tuple,
+    count_operations,
     evaluation_points,
     float_fd_gradient,
     generate_program,
@@ -24,6 +25,7 @@ from tests.benchmarks.workloads import (
     medium_workload,
     mp_fd_gradient,
     seed_workload,
+    statements_for_operations,
     straight_line_source,
     straight_line_workload,
 )
@@ -113,3 +115,37 @@ def test_adcompile_agrees_with_hand_gradient(workload: Workload) -> None:
     for point in evaluation_points(workload.n_inputs, 2):
         actual = as_tuple(generated(*point))
         assert gradient_mismatches(actual, as_tuple(hand(*point)), rtol=1e-8) == []
+
+
+def test_count_operations_counts_each_kind_once() -> None:
+    source = (
+        "def f(x, y):\n"
+        "    a = -0.75 * x\n"  # one: the negative literal is a number
+        "    a += -y\n"  # two: the augmented addition and the negation
+        "    b = math.sin(a) if a > 0.0 else a ** 2\n"  # four: call, compare, conditional, pow
+        "    return b and x\n"  # one: the boolean operation
+    )
+    assert count_operations(source) == 8
+    assert count_operations(seed_workload().primal_source) == 2
+
+
+def test_statements_for_operations_is_where_the_count_first_reaches_it() -> None:
+    n = statements_for_operations(60)
+    assert count_operations(straight_line_source(n)[0]) >= 60
+    assert count_operations(straight_line_source(n - 1)[0]) < 60
+
+
+def test_compile_table_holds_each_row_to_its_own_target() -> None:
+    rows = [
+        straight_line.CompileRow(229, (40.0, 45.0, 60.0), 1000, 300, sized_for_operations=300),
+        straight_line.CompileRow(300, (55.0, 52.0, 51.0), 1394, 408),
+        straight_line.CompileRow(500, (90.0,), 2341, 680),
+    ]
+    table = "\n".join(straight_line.compile_lines(rows))
+    assert (
+        "| 229 | 300 | 3 | 40.0 | 45.0 | 40.0 | 1000 | < 50 ms for 300 operations: yes |" in table
+    )
+    assert "| 300 | 408 | 3 | 55.0 | 52.0 | 51.0 | 1394 | < 50 ms for 300 statements: **NO** |" in (
+        table
+    )
+    assert "| 500 | 680 | 1 | 90.0 | 90.0 | 90.0 | 2341 |  |" in table

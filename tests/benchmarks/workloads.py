@@ -16,6 +16,7 @@ argument, so the functions are smooth away from the rare ``a if c > 0.0 else b``
 
 from __future__ import annotations
 
+import ast
 import itertools
 import linecache
 import math
@@ -196,7 +197,10 @@ def straight_line_workload(n_ops: int, n_inputs: int = 4, seed: int = 0) -> Work
     primal_source, grad_source = straight_line_source(n_ops, n_inputs, seed)
     return Workload(
         name=f"line{n_ops}",
-        description=f"generated, {n_ops} statements, {n_inputs} inputs, seed {seed}",
+        description=(
+            f"generated, {n_ops} statements ({count_operations(primal_source)} operations), "
+            f"{n_inputs} inputs, seed {seed}"
+        ),
         n_inputs=n_inputs,
         n_ops=n_ops,
         primal_source=primal_source,
@@ -599,6 +603,31 @@ def straight_line_source(n_ops: int, n_inputs: int = 4, seed: int = 0) -> tuple[
     """Return (primal source, hand-written gradient source) of a generated workload."""
     program = generate_program(n_ops, n_inputs, seed)
     return primal_source(program, seed=seed), hand_grad_source(program)
+
+
+_OPERATIONS = (ast.BinOp, ast.BoolOp, ast.Call, ast.Compare, ast.IfExp, ast.AugAssign)
+
+
+def count_operations(source: str) -> int:
+    """Operations in ``source`` as a person counts them: each binary, boolean, comparison,
+    conditional, call, augmented assignment and unary operation (``-0.75`` is a number)."""
+    return sum(
+        isinstance(node, _OPERATIONS)
+        or (isinstance(node, ast.UnaryOp) and not isinstance(node.operand, ast.Constant))
+        for node in ast.walk(ast.parse(source))
+    )
+
+
+def statements_for_operations(n_operations: int, n_inputs: int = 4, seed: int = 0) -> int:
+    """The statement count at which the generated function first has ``n_operations``.
+
+    Counting up from two thirds of ``n_operations``: the generated statements average about
+    1.35 operations (``v = a / (b * b + 1.0)`` has three), so the 300-statement workload has
+    about 400 operations and a 300-operation one about 230 statements."""
+    n = max(n_inputs, 2, 2 * n_operations // 3)
+    while count_operations(straight_line_source(n, n_inputs, seed)[0]) < n_operations:
+        n += 1
+    return n
 
 
 # --------------------------------------------------------------------------- checking
