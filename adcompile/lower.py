@@ -135,6 +135,7 @@ def has_return(body: list[ast.stmt]) -> bool:
                 for s in getattr(stmt, field, [])
             )
             stack.extend(s for h in getattr(stmt, "handlers", []) for s in h.body)
+            stack.extend(s for case in getattr(stmt, "cases", []) for s in case.body)
     return False
 
 
@@ -275,13 +276,16 @@ class Lowerer(ArrayLowering):
         return body
 
     def _lower_body(self, body: list[ast.stmt], output: str) -> None:
-        if not body or not isinstance(body[-1], ast.Return):
-            where = body[-1] if body else self.fs.node
-            raise self._error(UnsupportedSyntaxError, where, messages.MISSING_RETURN)
-        for stmt in body[:-1]:
+        ends_in_return = bool(body) and isinstance(body[-1], ast.Return)
+        # Without a final return, the statements are still lowered first: a `try` or `with`
+        # that holds the return then says what it is, not that the return is missing.
+        for stmt in body[:-1] if ends_in_return else body:
             if isinstance(stmt, ast.Return):
                 raise self._error(UnsupportedSyntaxError, stmt, messages.EARLY_RETURN)
             self._statement(stmt)
+        if not ends_in_return:
+            where = body[-1] if body else self.fs.node
+            raise self._error(UnsupportedSyntaxError, where, messages.MISSING_RETURN)
         self._return(body[-1], output)
 
     # ----- statements --------------------------------------------------------------------

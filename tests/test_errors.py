@@ -58,6 +58,11 @@ CASES = [
     ("for a, *rest in ((1.0, 2.0),):\n    x = x * a\nreturn x", "a, *rest", U, "starred"),
     ("for k, v.real in enumerate((1.0,)):\n    x = x * k\nreturn x", "v.real", U, "attributes"),
     ("z = x * y", "z = x", U, "must end with `return"),
+    # The return inside an unsupported block: the block is named, not a missing return.
+    ("try:\n    return x\nexcept Exception:\n    return y", "try", U, "`try` is not"),
+    ("with open('f') as h:\n    return x", "with", U, "`with` blocks are not"),
+    ("match x:\n    case 1.0:\n        return x", "match", U, "`match` is not"),
+    ("z = x\nglobal G\ntry:\n    return z\nfinally:\n    pass", "global", U, "`global` is"),
     ("return math.hypot(x, y, x)", "math.hypot", U, "with 2 argument(s), not 3"),
     ("return x.real", "x.real", U, "the attribute `.real` of an array"),
     ("h = x\nreturn h(y)", "h(y)", U, "calling a local"),
