@@ -204,9 +204,16 @@ def load_function(fn: object) -> FunctionSource:
     """Load a live Python function: its AST (real positions) and its visible names."""
     if not isinstance(fn, types.FunctionType):
         kind = type(fn).__name__
+        hint = ""
+        if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
+            owner = type(fn.__self__).__name__
+            hint = (
+                f"; differentiate the function {owner}.{fn.__func__.__name__} instead, with wrt= "
+                "naming the parameters after self, and pass the instance as the first argument"
+            )
         raise TypeError(
             f"adcompile differentiates Python functions defined with def or lambda, "
-            f"not {kind} objects ({fn!r})"
+            f"not {kind} objects ({fn!r}){hint}"
         )
     code = fn.__code__
     filename = code.co_filename

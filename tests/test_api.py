@@ -91,6 +91,20 @@ def test_bad_wrt_raises_value_error_naming_parameters(seed, wrt, fragment):
     assert "(x, y, z)" in str(info.value)
 
 
+class _Scaled:
+    def times_three(self, x):
+        return x * 3.0
+
+
+def test_bound_method_is_refused_with_the_way_to_differentiate_it():
+    with pytest.raises(TypeError, match=r"differentiate the function _Scaled\.times_three"):
+        grad(_Scaled().times_three)
+    with pytest.raises(TypeError, match="not builtin_function_or_method objects"):
+        grad(abs)
+    # What the message suggests works: the plain function, the instance passed in.
+    assert grad(_Scaled.times_three, wrt="x")(_Scaled(), 2.0) == 3.0
+
+
 def test_wrt_of_wrong_type_is_type_error(seed):
     with pytest.raises(TypeError):
         grad(seed, wrt=True)
