@@ -64,8 +64,12 @@ def parse_wrt(text: str | None) -> tuple[str, ...] | None:
     return names
 
 
-def parse_point(text: str, params: list[str]) -> dict[str, float]:
-    """``x=4,y=-3`` -> {"x": 4.0, "y": -3.0}, checking names and numbers."""
+def parse_point(
+    text: str, params: list[str], defaults: tuple[object, ...] = ()
+) -> dict[str, float]:
+    """``x=4,y=-3`` -> {"x": 4.0, "y": -3.0}, checking names and numbers; a parameter left
+    out takes its default value (``defaults`` belong to the last parameters) if it is a number.
+    """
     point: dict[str, float | int] = {}
     for part in text.split(","):
         name, sep, value = part.partition("=")
@@ -79,10 +83,13 @@ def parse_point(text: str, params: list[str]) -> dict[str, float]:
             point[name] = int(value) if value.strip().lstrip("+-").isdigit() else float(value)
         except ValueError:
             raise UsageError(f"--at {name}={value!r}: not a number") from None
+    for name, default in zip(params[len(params) - len(defaults) :], defaults, strict=True):
+        if name not in point and type(default) in (int, float):
+            point[name] = default
     missing = [p for p in params if p not in point]
     if missing:
         raise UsageError(f"--at is missing a value for {', '.join(missing)}")
-    return point
+    return {name: point[name] for name in params}  # in the order of the signature
 
 
 def _wrt_argument(wrt: tuple[str, ...] | None) -> Any:
@@ -128,7 +135,7 @@ def _explained(args: argparse.Namespace, required: bool) -> tuple[FunctionSource
             raise UsageError("explain needs a point: --at NAME=VALUE,... (e.g. --at x=4,y=-3)")
         resolve_wrt(fs.param_names(), wrt, fs.name)  # a bad --wrt is still reported
         return fs, None
-    point = parse_point(args.at, fs.param_names())
+    point = parse_point(args.at, fs.param_names(), fs.defaults)
     resolve_wrt(fs.param_names(), wrt, fs.name)
     try:
         return fs, explain_source(fs, point, wrt)
@@ -184,7 +191,7 @@ def command_check(args: argparse.Namespace) -> int:
     wrt = _wrt_argument(parse_wrt(args.wrt))
     text, name = generate_source(fs, wrt)
     gradient = load_module(text, f"{name} (check)")[name]
-    points = [parse_point(args.at, fs.param_names())] if args.at else None
+    points = [parse_point(args.at, fs.param_names(), fs.defaults)] if args.at else None
     try:
         report = compare_source_with_sympy(fs, gradient, points=points, wrt=wrt)
         reference = "SymPy"

@@ -180,6 +180,27 @@ def test_check_falls_back_to_mpmath_for_loops(tmp_path):
     assert "n=6" in result.stdout  # an integer stays an int: it is a loop count
 
 
+DEFAULTS_FILE = """
+def scaled(x, k=3.0, n=2, label="unused"):
+    return k * x ** n
+"""
+
+
+def test_a_point_may_leave_out_parameters_with_number_defaults(tmp_path):
+    target = tmp_path / "defaults.py"
+    target.write_text(DEFAULTS_FILE)
+    checked = run_cli("check", f"{target}:scaled", "--at", "x=2,label=1", "--wrt", "x")
+    assert checked.returncode == 0, checked.stderr
+    assert "x=2, k=3.0, n=2, label=1" in checked.stdout  # the defaults, as the call takes them
+    explained = run_cli("explain", f"{target}:scaled", "--at", "x=2,k=0.5,label=1", "--wrt", "x")
+    assert explained.returncode == 0, explained.stderr
+    assert "scaled(x=2, k=0.5, n=2, label=1) = 2" in explained.stdout
+    assert "dscaled/dx = 2" in explained.stdout  # 2 * k * x
+    missing = run_cli("check", f"{target}:scaled", "--at", "x=2")  # a str default is no number
+    assert missing.returncode == 2
+    assert "missing a value for label" in missing.stderr
+
+
 def test_check_of_a_loop_needs_a_point(tmp_path):
     target = tmp_path / "loops.py"
     target.write_text(LOOP_FILE)
