@@ -18,6 +18,14 @@ _LEAF_FIELDS = frozenset({"ctx", "op"})
 # `ast.parse` itself shares one instance of each.
 LOAD, STORE = ast.Load(), ast.Store()
 
+# Tuples, not `A | B`: `isinstance(x, A | B)` builds a new union object at every call, and
+# the passes test every statement. The other modules keep their own such tuples.
+BLOCK_STATEMENTS = (ast.If, ast.For, ast.While)
+LOOP_STATEMENTS = (ast.For, ast.While)
+_AUG_FOR = (ast.AugAssign, ast.For)
+_IF_WHILE = (ast.If, ast.While)
+_NODE_OR_LIST = (ast.AST, list)
+
 
 def load(name: str) -> ast.Name:
     """A ``Name`` that reads ``name``."""
@@ -221,7 +229,7 @@ def substitute(node: ast.AST, mapping: Mapping[str, ast.expr]) -> ast.AST:
     new = cls.__new__(cls)
     for name in cls._fields:
         value = getattr(node, name, None)
-        if name in _LEAF_FIELDS or not isinstance(value, ast.AST | list):
+        if name in _LEAF_FIELDS or not isinstance(value, _NODE_OR_LIST):
             setattr(new, name, value)
         elif isinstance(value, list):
             setattr(
@@ -267,3 +275,36 @@ def map_children(node: ast.AST, fn: Callable[[ast.AST], ast.AST]) -> None:
             setattr(node, name, [fn(v) if isinstance(v, ast.AST) else v for v in value])
         elif isinstance(value, ast.AST):
             setattr(node, name, fn(value))
+
+
+def stored_names(stmt: ast.stmt) -> set[str]:
+    """Every name a statement (and what it nests) stores to."""
+    # Only targets bind: the lowering rejects `:=`, and a comprehension's variables stay in it.
+    if isinstance(stmt, ast.Assign):
+        if len(stmt.targets) == 1:  # the usual `name = e` (or one unpacking)
+            return _target_names(stmt.targets[0])
+        return {name for target in stmt.targets for name in _target_names(target)}
+    if isinstance(stmt, _AUG_FOR):
+        return _target_names(stmt.target) | _nested_stores(stmt)
+    if isinstance(stmt, _IF_WHILE):
+        return _nested_stores(stmt)  # a test stores nothing
+    return _target_names(stmt)
+
+
+def _nested_stores(stmt: ast.stmt) -> set[str]:
+    return {
+        name
+        for field in block_fields(stmt.__class__)
+        for s in getattr(stmt, field)
+        for name in stored_names(s)
+    }
+
+
+def _target_names(node: ast.AST) -> set[str]:
+    if isinstance(node, ast.Name):  # the usual target: no walk needed
+        return {node.id} if isinstance(node.ctx, ast.Store) else set()
+    return {
+        child.id
+        for child in walk(node)  # the names ast.walk finds, without visiting contexts
+        if child.__class__ is ast.Name and child.ctx.__class__ is ast.Store
+    }

@@ -13,8 +13,12 @@ import ast
 import copy
 from dataclasses import dataclass, field
 
-from .astutil import block_fields
+from .astutil import BLOCK_STATEMENTS, LOOP_STATEMENTS, block_fields
 from .names import NameTable
+
+# Tuples for isinstance, as astutil.BLOCK_STATEMENTS explains.
+_JUMPS = (ast.Return, ast.Break, ast.Continue)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 @dataclass
@@ -65,9 +69,9 @@ def _contains(stmts: list[ast.stmt], kinds: tuple[type, ...], into_loops: bool) 
         node = stack.pop()
         if isinstance(node, kinds):
             return True
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+        if isinstance(node, _SCOPES):
             continue
-        if not into_loops and isinstance(node, ast.For | ast.While):
+        if not into_loops and isinstance(node, LOOP_STATEMENTS):
             stack.extend(node.orelse)
             continue
         for nested in block_fields(node.__class__):  # expressions hold no statements
@@ -85,7 +89,7 @@ class Desugar:
         """The body with early returns, breaks and continues replaced by flags."""
         last = body[-1] if body else None
         early = _contains(body[:-1], (ast.Return,), into_loops=True) or (
-            isinstance(last, ast.If | ast.For | ast.While)
+            isinstance(last, BLOCK_STATEMENTS)
         )
         needs_loops = _contains(body, (ast.Break, ast.Continue, ast.For, ast.While), True)
         if not early and not needs_loops:
@@ -104,7 +108,7 @@ class Desugar:
             outer, context.exits = context.exits, set()
             out.extend(self._statement(stmt, context))
             exits, context.exits = context.exits, outer | context.exits
-            if isinstance(stmt, ast.Return | ast.Break | ast.Continue):
+            if isinstance(stmt, _JUMPS):
                 return out  # the rest of the block is unreachable
             rest = stmts[index + 1 :]
             if exits and rest:
@@ -132,7 +136,7 @@ class Desugar:
             stmt.body = self._block(stmt.body, context) or [ast.copy_location(ast.Pass(), stmt)]
             stmt.orelse = self._block(stmt.orelse, context)
             return [stmt]
-        if isinstance(stmt, ast.For | ast.While):
+        if isinstance(stmt, LOOP_STATEMENTS):
             return self._loop(stmt, context)
         return [stmt]
 

@@ -33,6 +33,9 @@ _UNKNOWN = None  # a store that is not a plain `name = value` (a loop target, un
 # What a name is given: the value of `name = e`, the statement `name op= e`, or _UNKNOWN.
 Store = ast.expr | ast.AugAssign | None
 
+# Tuples for isinstance, as astutil.BLOCK_STATEMENTS explains.
+_SIGNS = (ast.USub, ast.UAdd)
+
 
 class FloatFacts:
     """The unit names of one generated function, and its float names on demand."""
@@ -76,7 +79,7 @@ class FloatFacts:
         if cls is ast.AugAssign:  # `n op= e` stores `n op e`
             return self._arithmetic(node.op, node.target, node.value, depth)
         if cls is ast.UnaryOp:
-            if not isinstance(node.op, ast.USub | ast.UAdd):
+            if not isinstance(node.op, _SIGNS):
                 return False, True
             return self._expr(node.operand, depth)
         if cls is ast.IfExp:

@@ -13,6 +13,9 @@ from .astutil import LOAD, clone, substitute
 from .names import NameTable
 from .rules import Rule
 
+# Tuples for isinstance, as astutil.BLOCK_STATEMENTS explains.
+_FLOAT_INT = (float, int)
+
 
 @dataclass(frozen=True)
 class Var:
@@ -209,7 +212,7 @@ def atom_expr(atom: Atom) -> ast.expr:
     if isinstance(atom, Global):
         return _copy_expr(atom.expr)
     value = atom.value
-    if isinstance(value, float | int) and not isinstance(value, bool) and value < 0:
+    if isinstance(value, _FLOAT_INT) and not isinstance(value, bool) and value < 0:
         return ast.UnaryOp(ast.USub(), ast.Constant(-value))
     return ast.Constant(value)
 

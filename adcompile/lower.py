@@ -71,6 +71,13 @@ NONDIFF_BUILTINS = frozenset(
     {"abs", "min", "max", "pow", "float", "int", "round", "bool", "len", "range"}
 )
 
+# Tuples for isinstance, as astutil.BLOCK_STATEMENTS explains.
+_ATOMIC = (ast.Constant, ast.Name, ast.Attribute)
+_BIT_OPS = (ast.BitAnd, ast.BitOr, ast.BitXor)
+_NUMBER_TYPES = (bool, int, float)
+_TUPLE_LIST = (ast.Tuple, ast.List)
+_NAME_ATTRIBUTE = (ast.Name, ast.Attribute)
+
 
 _PLACEHOLDER_IDS = [ARG_PLACEHOLDER.format(i) for i in range(8)]
 
@@ -318,7 +325,7 @@ class Lowerer(ArrayLowering):
 
     def _stmt_Assign(self, stmt: ast.Assign) -> None:
         first, *others = stmt.targets
-        if isinstance(first, ast.Tuple | ast.List):
+        if isinstance(first, _TUPLE_LIST):
             if others:
                 raise self._error(UnsupportedSyntaxError, stmt, messages.CHAINED_UNPACKING)
             self._unpack(first, stmt.value)
@@ -382,7 +389,7 @@ class Lowerer(ArrayLowering):
     def _stmt_For(self, stmt: ast.For) -> None:
         iterator = stmt.iter
         callee = None
-        if isinstance(iterator, ast.Call) and isinstance(iterator.func, ast.Name | ast.Attribute):
+        if isinstance(iterator, ast.Call) and isinstance(iterator.func, _NAME_ATTRIBUTE):
             callee = _resolved_or_none(self, iterator.func)
         if callee is not builtins.range:  # sequences, enumerate, zip, reversed
             rewritten = self._iteration().sequence_loop(stmt)
@@ -471,7 +478,7 @@ class Lowerer(ArrayLowering):
         self.env[name] = new
 
     def _unpack(self, target: ast.Tuple | ast.List, value: ast.expr) -> None:
-        if not isinstance(value, ast.Tuple | ast.List):
+        if not isinstance(value, _TUPLE_LIST):
             if self.array_mode and self._unpack_tree(target, value):
                 return
             raise self._error(UnsupportedSyntaxError, value, messages.UNPACK_NON_LITERAL)
@@ -491,7 +498,7 @@ class Lowerer(ArrayLowering):
     def _return(self, stmt: ast.Return, output: str) -> None:
         if stmt.value is None:
             raise self._error(UnsupportedSyntaxError, stmt, messages.RETURN_NOTHING)
-        if isinstance(stmt.value, ast.Tuple | ast.List):
+        if isinstance(stmt.value, _TUPLE_LIST):
             self._return_tuple(stmt, output)
             return
         self._lower_into(stmt.value, output)
@@ -536,7 +543,7 @@ class Lowerer(ArrayLowering):
             if isinstance(node, ast.Attribute) and self.array_mode and self._on_local(node):
                 self._array_attribute(node, target)
                 return
-            if isinstance(node, ast.Constant | ast.Name | ast.Attribute):
+            if isinstance(node, _ATOMIC):
                 atom = self._atom(node)
                 self.block.append(Copy(target, atom, node.lineno))
                 if isinstance(atom, Var) and atom.name in self.tree_aliases:
@@ -552,7 +559,7 @@ class Lowerer(ArrayLowering):
         primal = BINARY_OPERATORS.get(type(node.op))
         if self.array_mode and isinstance(node.op, ast.MatMult):
             primal = operator.matmul
-        if self.array_mode and isinstance(node.op, ast.BitAnd | ast.BitOr | ast.BitXor):
+        if self.array_mode and isinstance(node.op, _BIT_OPS):
             self._opaque(node, target)  # masks combined: piecewise constant, like comparisons
             return
         if primal is None:
@@ -744,7 +751,7 @@ class Lowerer(ArrayLowering):
     def _argument_atom(self, binding: Binding, node: ast.Call) -> Atom:
         if binding.expr is not None:
             return self._atom(binding.expr)
-        if isinstance(binding.default, bool | int | float):
+        if isinstance(binding.default, _NUMBER_TYPES):
             return Const(binding.default)
         message = messages.default_not_number(binding.param, binding.default)
         raise self._error(UnsupportedSyntaxError, node, message)
@@ -812,7 +819,7 @@ class Lowerer(ArrayLowering):
     # ----- names, attributes and callees -------------------------------------------------
     def _number(self, node: ast.Constant) -> int | float | bool:
         value = node.value
-        if isinstance(value, bool | int | float):
+        if isinstance(value, _NUMBER_TYPES):
             return value
         raise self._error(UnsupportedSyntaxError, node, messages.non_numeric_constant(value))
 
@@ -825,7 +832,7 @@ class Lowerer(ArrayLowering):
             return self.closure._name_atom(node)  # a nested function reads its enclosing scope
         value = self._resolve_global(node)
         if (
-            isinstance(value, bool | int | float)
+            isinstance(value, _NUMBER_TYPES)
             or _is_number_tuple(value)
             or (self.array_mode and isinstance(value, self.numpy.ndarray))
         ):  # data (an array, a tuple of numbers) is read when the gradient is compiled
@@ -859,7 +866,7 @@ class Lowerer(ArrayLowering):
 
     def _attribute_atom(self, node: ast.Attribute) -> Atom:
         value, shown = self._resolve_attribute(node)
-        if isinstance(value, bool | int | float):
+        if isinstance(value, _NUMBER_TYPES):
             return Global(shown, ast.unparse(shown))
         raise self._error(
             UnsupportedSyntaxError, node, messages.global_not_number(ast.unparse(node), value)
@@ -957,7 +964,7 @@ class Lowerer(ArrayLowering):
 def _is_number_tuple(value: object) -> bool:
     """A tuple of numbers, or of such tuples: data that cannot change after compiling."""
     return isinstance(value, tuple) and all(
-        isinstance(item, bool | int | float) or _is_number_tuple(item) for item in value
+        isinstance(item, _NUMBER_TYPES) or _is_number_tuple(item) for item in value
     )
 
 
@@ -1062,7 +1069,7 @@ def _nested_default(expr: ast.expr) -> object:
     ``eps=-1e-3``). Python evaluates a default once, where the ``def`` runs; any other
     expression could read values that change before the call, so it is refused."""
     value = literal_value(expr)
-    return value if isinstance(value, bool | int | float) else _DefaultExpression(ast.unparse(expr))
+    return value if isinstance(value, _NUMBER_TYPES) else _DefaultExpression(ast.unparse(expr))
 
 
 def _function_name(node: ast.FunctionDef | ast.Lambda, bound_to: str) -> str:

@@ -19,6 +19,10 @@ from .astutil import walk
 ADJOINT_PREFIXES = ("b_", "bar_", "adj_", "d_", "grad_")
 
 
+# Tuples for isinstance, as astutil.BLOCK_STATEMENTS explains.
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
 def identifiers(tree: ast.AST) -> set[str]:
     """Every identifier a syntax tree mentions (variables, parameters, attributes, defs)."""
     found: set[str] = set()
@@ -27,7 +31,7 @@ def identifiers(tree: ast.AST) -> set[str]:
             found.add(node.id)
         elif isinstance(node, ast.arg):
             found.add(node.arg)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        elif isinstance(node, _DEFINITIONS):
             found.add(node.name)
         elif isinstance(node, ast.Attribute):
             found.add(node.attr)

@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 from .astutil import (
+    BLOCK_STATEMENTS,
+    LOOP_STATEMENTS,
     clone,
     collect_names,
     loads_in,
@@ -24,6 +26,7 @@ from .astutil import (
     rename_in_place,
     same_tree,
     statements_in,
+    stored_names,
 )
 from .floats import NO_FACTS, FloatFacts
 from .overlay import SetOverlay
@@ -38,6 +41,11 @@ _FOLDABLE: dict[type[ast.operator], Callable[[object, object], object]] = {
     ast.Div: operator.truediv,
     ast.Pow: operator.pow,
 }
+
+# Tuples for isinstance, as astutil.BLOCK_STATEMENTS explains.
+_ADD_SUB = (ast.Add, ast.Sub)
+_IF_WHILE = (ast.If, ast.While)
+_MULT_DIV = (ast.Mult, ast.Div)
 
 
 def _number(node: ast.expr) -> float | int | None:
@@ -150,7 +158,7 @@ def _drop_unit_factor(node: ast.BinOp, facts: FloatFacts) -> ast.expr | None:
     if not facts.units:
         return None
     op, left, right = node.op, node.left, node.right
-    if isinstance(op, ast.Mult | ast.Div) and facts.is_unit(right) and facts.is_float(left):
+    if isinstance(op, _MULT_DIV) and facts.is_unit(right) and facts.is_float(left):
         return left
     if not isinstance(op, ast.Mult):
         return None
@@ -177,7 +185,7 @@ def _without_negation(expr: ast.expr) -> ast.expr | None:
     """``e`` for ``-e`` or for a product whose leftmost factor is negated; else None."""
     if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
         return expr.operand
-    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult | ast.Div):
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, _MULT_DIV):
         left = _without_negation(expr.left)
         if left is not None:
             return ast.BinOp(left=left, op=expr.op, right=expr.right)
@@ -186,7 +194,7 @@ def _without_negation(expr: ast.expr) -> ast.expr | None:
 
 def _subtract_instead(stmt: ast.stmt) -> None:
     # `b += -e * r` reads better, and runs faster, as `b -= e * r`.
-    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add | ast.Sub):
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, _ADD_SUB):
         positive = _without_negation(stmt.value)
         if positive is not None:
             stmt.value = positive
@@ -196,7 +204,7 @@ def _subtract_instead(stmt: ast.stmt) -> None:
 def simplify_adjoints(statements: list[ast.stmt], facts: FloatFacts = NO_FACTS) -> list[ast.stmt]:
     """Simplify the expressions of adjoint and tangent statements, in place."""
     for stmt in statements:
-        if isinstance(stmt, ast.If | ast.For | ast.While):
+        if isinstance(stmt, BLOCK_STATEMENTS):
             simplify_adjoints(stmt.body, facts)
             simplify_adjoints(stmt.orelse, facts)
         elif getattr(stmt, "adcompile_sweep", None) in (ADJOINT, TANGENT) and hasattr(
@@ -248,7 +256,7 @@ def _contribution_target(stmt: ast.stmt) -> str | None:
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
         target = stmt.targets[0]
         return target.id if isinstance(target, ast.Name) else None
-    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add | ast.Sub):
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, _ADD_SUB):
         return stmt.target.id if isinstance(stmt.target, ast.Name) else None
     return None
 
@@ -285,7 +293,7 @@ def eliminate_dead_code(
             stmt = _dead_code_in_if(stmt, live, unread)
             if stmt is None:
                 continue
-        elif isinstance(stmt, ast.For | ast.While):
+        elif isinstance(stmt, LOOP_STATEMENTS):
             # A loop may run any number of times: keep all but stores nothing reads, and all
             # it reads is live.
             if unread:
@@ -378,7 +386,7 @@ def drop_zero_contributions(statements: list[ast.stmt]) -> list[ast.stmt]:
     for stmt in statements:
         if isinstance(stmt, ast.AugAssign) and _is_zero(stmt.value):
             continue
-        if isinstance(stmt, ast.If | ast.For | ast.While):
+        if isinstance(stmt, BLOCK_STATEMENTS):
             for body in (stmt.body, stmt.orelse):
                 body[:] = drop_zero_contributions(body) or [ast.Pass()]
             stmt.orelse = [s for s in stmt.orelse if not isinstance(s, ast.Pass)]
@@ -386,7 +394,7 @@ def drop_zero_contributions(statements: list[ast.stmt]) -> list[ast.stmt]:
                 zeroed.pop(name, None)
         elif (
             isinstance(stmt, ast.AugAssign)
-            and isinstance(stmt.op, ast.Add | ast.Sub)
+            and isinstance(stmt.op, _ADD_SUB)
             and stmt.target.id in zeroed
         ):
             out[zeroed.pop(stmt.target.id)] = None
@@ -457,6 +465,7 @@ def optimize(
         statements = inline_temporaries(statements, returns, temporaries)
     if "copies" in passes:
         statements = propagate_copies(statements, temporary_adjoints)
+        statements = drop_copies_back(statements)
     if "share" in passes and sharing is not None:
         statements = share_common_subexpressions(statements, *sharing)
     return statements
@@ -464,7 +473,7 @@ def optimize(
 
 def _has_loop(statements: list[ast.stmt]) -> bool:
     for stmt in statements:
-        if isinstance(stmt, ast.For | ast.While):
+        if isinstance(stmt, LOOP_STATEMENTS):
             return True
         if isinstance(stmt, ast.If) and (_has_loop(stmt.body) or _has_loop(stmt.orelse)):
             return True
@@ -485,13 +494,13 @@ def propagate_copies(statements: list[ast.stmt], replaceable: set[str]) -> list[
         for stmt in block:
             if not renames:  # nothing removed yet: nothing to rename
                 pass
-            elif isinstance(stmt, ast.If | ast.While):
+            elif isinstance(stmt, _IF_WHILE):
                 rename_in_place(stmt.test, renames)
             elif isinstance(stmt, ast.For):
                 rename_in_place(stmt.iter, renames)
             else:
                 rename_in_place(stmt, renames)
-            if isinstance(stmt, ast.If | ast.For | ast.While):
+            if isinstance(stmt, BLOCK_STATEMENTS):
                 stmt.body, stmt.orelse = walk(stmt.body), walk(stmt.orelse)
             elif _is_copy(stmt) and stmt.targets[0].id in replaceable:
                 renames[stmt.targets[0].id] = stmt.value.id
@@ -500,6 +509,40 @@ def propagate_copies(statements: list[ast.stmt], replaceable: set[str]) -> list[
         return kept
 
     return walk(statements)
+
+
+def drop_copies_back(statements: list[ast.stmt], in_loop: bool = False) -> list[ast.stmt]:
+    """Remove ``a = b`` right where ``b = a`` left them equal (a loop's reverse body writes
+    ``b_x_2 = b_x_1`` and then, as the first contribution to ``b_x_1``, ``b_x_1 = b_x_2``).
+
+    Exact for floats and arrays alike: ``a`` already is ``b``. Only within one straight-line
+    run of a loop body: elsewhere every assignment has a fresh name, so no adjoint is copied
+    back, and looking would cost a walk of the whole gradient. A statement that stores to
+    either name, or a nested block, ends what is known.
+    """
+    kept: list[ast.stmt] = []
+    last: dict[str, int] = {}  # name -> the index of the statement that last stored it
+    copied_from: dict[int, str] = {}  # index of a copy `a = b` -> b
+    for i, stmt in enumerate(statements):
+        if isinstance(stmt, BLOCK_STATEMENTS):
+            inner = in_loop or not isinstance(stmt, ast.If)
+            stmt.body = drop_copies_back(stmt.body, inner)
+            stmt.orelse = drop_copies_back(stmt.orelse, inner)
+            last.clear()
+        elif not in_loop:
+            pass
+        elif _is_copy(stmt):
+            target, source = stmt.targets[0].id, stmt.value.id
+            j = last.get(source)
+            if j is not None and copied_from.get(j) == target and last.get(target, -1) < j:
+                continue  # `source = target` was the last word on both
+            copied_from[i] = source
+            last[target] = i
+        else:
+            for name in stored_names(stmt):
+                last[name] = i
+        kept.append(stmt)
+    return kept
 
 
 def _is_copy(stmt: ast.stmt) -> bool:
@@ -549,7 +592,7 @@ def inline_temporaries(
             if not is_forward_assign or stmt.adcompile_line != line:
                 out.extend(pending.values())
                 pending.clear()
-            if isinstance(stmt, ast.If | ast.For | ast.While):
+            if isinstance(stmt, BLOCK_STATEMENTS):
                 stmt.body, stmt.orelse = walk(stmt.body), walk(stmt.orelse)
             if is_forward_assign:
                 line = stmt.adcompile_line

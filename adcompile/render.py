@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .astutil import rename_in_place
+from .astutil import BLOCK_STATEMENTS, rename_in_place
 from .errors import UnsupportedSyntaxError
 from .ir import CoreFunction, Site
 from .notes import instrument
@@ -151,7 +151,7 @@ def _with_comments(
         if key[1] is not None and key != previous:
             out.append(CommentLine(_block_comment(stmt, fs).replace("\n", " ")))
         previous = key
-        if isinstance(stmt, ast.If | ast.For | ast.While):
+        if isinstance(stmt, BLOCK_STATEMENTS):
             stmt.body = _with_comments(stmt.body, fs, key)
             stmt.orelse = _with_comments(stmt.orelse, fs, key)
         out.append(stmt)

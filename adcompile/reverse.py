@@ -40,6 +40,9 @@ FORWARD = "forward"
 ADJOINT = "adjoint"
 TANGENT = "tangent"  # forward mode: a tangent statement, shown with its primal line
 
+# Tuples for isinstance, as astutil.BLOCK_STATEMENTS explains.
+_NAME_CONST = (ast.Name, ast.Constant)
+
 
 # ----- activity analysis -----------------------------------------------------------------
 @dataclass
@@ -133,7 +136,7 @@ def _cheap(expr: ast.expr) -> bool:
     """A name, a literal or a negated name: free to repeat instead of storing it."""
     if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
         expr = expr.operand
-    return isinstance(expr, ast.Name | ast.Constant)
+    return isinstance(expr, _NAME_CONST)
 
 
 def _sole_applications(block: list[Stmt]) -> dict[str, Apply]:
@@ -159,13 +162,16 @@ def _loop_scalars(loop: Loop) -> set[str]:
     return {n for n in (loop.index, loop.counter) if n}
 
 
+_ASSIGNING = (Apply, Copy, Opaque)
+
+
 def assigned_directly(block: list[Stmt]) -> set[str]:
     """Names a block assigns itself, or through a loop it contains (not through an ``if``)."""
     found: set[str] = set()
     for stmt in block:
         if isinstance(stmt, Loop):
             found |= set(stmt.headers) | _loop_scalars(stmt)
-        elif isinstance(stmt, Apply | Copy | Opaque):
+        elif isinstance(stmt, _ASSIGNING):
             found.add(stmt.target)
     return found
 

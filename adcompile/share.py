@@ -20,12 +20,15 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from .astutil import block_fields, load, names_in, store, walk
+from .astutil import BLOCK_STATEMENTS, load, names_in, store, stored_names
 from .reverse import ADJOINT, TANGENT
 
 PURE_BUILTINS = frozenset({"abs", "min", "max", "float", "pow"})
 _REWRITTEN = (ADJOINT, TANGENT)
 _UNKNOWN = object()
+
+# Tuples for isinstance, as astutil.BLOCK_STATEMENTS explains.
+_UNSHAREABLE = (ast.Subscript, ast.IfExp, ast.BoolOp, ast.Lambda)
 
 
 @dataclass
@@ -69,16 +72,16 @@ class _Block:
 
     def run(self, statements: list[ast.stmt]) -> list[ast.stmt]:
         for i, stmt in enumerate(statements):
-            if isinstance(stmt, ast.If | ast.For | ast.While):
+            if isinstance(stmt, BLOCK_STATEMENTS):
                 stmt.body = _Block(self.fresh, self.modules).run(stmt.body)
                 stmt.orelse = _Block(self.fresh, self.modules).run(stmt.orelse)
-                self._bump(_assigned(stmt))
+                self._bump(stored_names(stmt))
                 continue
             keys: dict[int, tuple | None] = {}  # this statement's subexpression keys, by id
             if getattr(stmt, "adcompile_sweep", None) in _REWRITTEN and hasattr(stmt, "value"):
                 self._collect(i, stmt, "value", None, stmt.value, keys)
             self._record_holder(stmt, keys)
-            self._bump(_assigned(stmt))
+            self._bump(stored_names(stmt))
         return self._hoist(statements)
 
     # ----- pass 1: where each candidate is computed, keyed by what it reads ----------------
@@ -169,7 +172,7 @@ class _Block:
         if cls is ast.UnaryOp:
             operand = self._key(node.operand, keys)
             return None if operand is None else ("UnaryOp", node.op.__class__, operand)
-        if isinstance(node, ast.Subscript | ast.IfExp | ast.BoolOp | ast.Lambda):
+        if isinstance(node, _UNSHAREABLE):
             return None  # may read mutable lists, or not run
         parts: list[object] = [type(node).__name__]
         for _, value in ast.iter_fields(node):
@@ -253,39 +256,6 @@ def _evaluated_children(node: ast.expr) -> Iterator[tuple[str, int | None, ast.e
             for index, item in enumerate(value):
                 if isinstance(item, ast.expr):
                     yield field, index, item
-
-
-def _assigned(stmt: ast.stmt) -> set[str]:
-    """Every name a statement (and what it nests) stores to."""
-    # Only targets bind: the lowering rejects `:=`, and a comprehension's variables stay in it.
-    if isinstance(stmt, ast.Assign):
-        if len(stmt.targets) == 1:  # the usual `name = e` (or one unpacking)
-            return _stored_names(stmt.targets[0])
-        return {name for target in stmt.targets for name in _stored_names(target)}
-    if isinstance(stmt, ast.AugAssign | ast.For):
-        return _stored_names(stmt.target) | _nested_assigned(stmt)
-    if isinstance(stmt, ast.If | ast.While):
-        return _nested_assigned(stmt)  # a test stores nothing
-    return _stored_names(stmt)
-
-
-def _nested_assigned(stmt: ast.stmt) -> set[str]:
-    return {
-        name
-        for field in block_fields(stmt.__class__)
-        for s in getattr(stmt, field)
-        for name in _assigned(s)
-    }
-
-
-def _stored_names(node: ast.AST) -> set[str]:
-    if isinstance(node, ast.Name):  # the usual target: no walk needed
-        return {node.id} if isinstance(node.ctx, ast.Store) else set()
-    return {
-        child.id
-        for child in walk(node)  # astutil's: the same names, without visiting contexts
-        if child.__class__ is ast.Name and child.ctx.__class__ is ast.Store
-    }
 
 
 def _size(node: ast.AST) -> int:

@@ -11,6 +11,9 @@ import operator
 
 from .astutil import walk
 
+# Tuples for isinstance, as astutil.BLOCK_STATEMENTS explains.
+_NOT_NEG = (ast.Not, ast.USub)
+
 
 def fold_static_tests(expr: ast.expr) -> ast.expr:
     """Choose the branch of each ``a if test else b`` whose test is made of literals only.
@@ -42,7 +45,7 @@ def _literal_value(node: ast.expr) -> object:
     if isinstance(node, ast.Tuple):
         items = [_literal_value(e) for e in node.elts]
         return _UNDECIDED if _UNDECIDED in items else tuple(items)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not | ast.USub):
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, _NOT_NEG):
         value = _literal_value(node.operand)
         if value is _UNDECIDED:
             return _UNDECIDED

@@ -6,6 +6,7 @@ import ast
 
 from adcompile import grad
 from adcompile.optimize import (
+    drop_copies_back,
     drop_zero_contributions,
     eliminate_dead_code,
     never_read,
@@ -155,3 +156,40 @@ def test_a_loop_copy_nothing_reads_is_not_generated(tmp_path):
         text = grad(fn, mode=mode).source
         assert "c_1" not in text, text  # the copy `c_1 = c_2` a loop would carry
     assert_grad_matches_mp(fn, [{"x": 0.7}, {"x": -1.3}])
+
+
+def _loop_of(body: str) -> list[ast.stmt]:
+    loop = _adjoint_statements(
+        "for i in r:\n" + "".join(f"    {line}\n" for line in body.split("\n"))
+    )
+    for stmt in ast.walk(loop[0]):
+        if isinstance(stmt, ast.stmt):
+            stmt.adcompile_sweep = ADJOINT
+    return loop
+
+
+def test_a_copy_back_is_dropped_only_while_both_names_are_unchanged():
+    out = drop_copies_back(_loop_of("b2 = b1\nb1 = b2\nb1 -= b2 * a"))
+    assert _text(out) == "for i in r:\n    b2 = b1\n    b1 -= b2 * a"
+    for between in ("b1 += g", "b2 = g", "b2, c = g, g", "if c:\n    pass"):
+        kept = _loop_of(f"b2 = b1\n{between}\nb1 = b2")
+        assert _text(drop_copies_back(kept)) == _text(kept)
+    nested = _loop_of("if c:\n    b2 = b1\n    b1 = b2")  # inside a branch of a loop body
+    assert _text(drop_copies_back(nested)) == "for i in r:\n    if c:\n        b2 = b1"
+
+
+def test_a_loop_reverse_body_does_not_copy_an_adjoint_back(tmp_path):
+    fn = function_from_source(
+        tmp_path,
+        """
+        import math
+
+        def f(x, a):
+            for i in range(4):
+                x = x - 0.1 * math.sin(x) * a
+            return x
+        """,
+    )
+    text = grad(fn).source
+    assert "b_x_2 = b_x_1" in text and "b_x_1 = b_x_2" not in text, text
+    assert_grad_matches_mp(fn, [{"x": 0.7, "a": 1.3}, {"x": -2.0, "a": 0.4}])
