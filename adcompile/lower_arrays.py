@@ -388,7 +388,7 @@ class ArrayLowering:
             self._opaque(node, target)
             return
         if node.attr != "T":
-            message = messages.unsupported_attribute(ast.unparse(node.value), node.attr)
+            message = messages.unsupported_attribute(ast.unparse(node))  # `(x + y).real`
             raise self._error(UnsupportedSyntaxError, node, message)
         rule = lookup_rule(self.rules, self.numpy.transpose, 1, arrays=True)
         atoms = [self._atom(node.value)]

@@ -274,10 +274,10 @@ def unsupported_method(method: str, supported: tuple[str, ...]) -> str:
     return f"the method `.{method}()` has no derivative rule; supported on arrays: {listed}"
 
 
-def unsupported_attribute(owner: str, attr: str) -> str:
+def unsupported_attribute(expression: str) -> str:
     """An attribute of a local value that is neither ``.T`` nor a shape attribute."""
     return (
-        f"reading `{owner}.{attr}` is not supported: of a local value (a NumPy array) only "
+        f"reading `{expression}` is not supported: of a local value (a NumPy array) only "
         ".T, and .shape/.size/.ndim/.dtype where no derivative flows, can be read; "
         "pass any other value in as a parameter"
     )

@@ -130,6 +130,7 @@ ERRORS = [
     ("return np.sum(x.cumsum())", "x.cumsum", UnsupportedSyntaxError, "`.cumsum()`"),
     ("return np.sum(x, dtype=float)", "dtype=float", UnsupportedSyntaxError, "`dtype`"),
     ("return np.sum(x.real)", "x.real", UnsupportedSyntaxError, "reading `x.real`"),
+    ("return np.sum((x + x).real)", "(x + x).real", UnsupportedSyntaxError, "`(x + x).real`"),
     ("return np.sum(np.cumsum(x))", "np.cumsum", NoDerivativeError, "np.cumsum"),
     ("return np.sum(np.concatenate(x))", "np.concatenate(x)", UnsupportedSyntaxError, "list"),
 ]
