@@ -23,7 +23,7 @@ LOAD, STORE = ast.Load(), ast.Store()
 BLOCK_STATEMENTS = (ast.If, ast.For, ast.While)
 LOOP_STATEMENTS = (ast.For, ast.While)
 _AUG_FOR = (ast.AugAssign, ast.For)
-_IF_WHILE = (ast.If, ast.While)
+TEST_BLOCKS = (ast.If, ast.While)  # blocks headed by a test, which stores nothing
 _NODE_OR_LIST = (ast.AST, list)
 
 
@@ -286,7 +286,7 @@ def stored_names(stmt: ast.stmt) -> set[str]:
         return {name for target in stmt.targets for name in _target_names(target)}
     if isinstance(stmt, _AUG_FOR):
         return _target_names(stmt.target) | _nested_stores(stmt)
-    if isinstance(stmt, _IF_WHILE):
+    if isinstance(stmt, TEST_BLOCKS):
         return _nested_stores(stmt)  # a test stores nothing
     return _target_names(stmt)
 

@@ -1045,8 +1045,7 @@ def _same_constant(known: object, value: object) -> bool:
     """Equal numbers, or the very same array (arrays do not compare to one truth value)."""
     if known is value:
         return True
-    numbers = (bool, int, float)
-    return isinstance(known, numbers) and isinstance(value, numbers) and known == value
+    return isinstance(known, _NUMBER_TYPES) and isinstance(value, _NUMBER_TYPES) and known == value
 
 
 def _resolved_or_none(lowerer: Lowerer, func: ast.expr) -> object:

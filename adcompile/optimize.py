@@ -18,6 +18,7 @@ from fractions import Fraction
 from .astutil import (
     BLOCK_STATEMENTS,
     LOOP_STATEMENTS,
+    TEST_BLOCKS,
     clone,
     collect_names,
     loads_in,
@@ -44,7 +45,6 @@ _FOLDABLE: dict[type[ast.operator], Callable[[object, object], object]] = {
 
 # Tuples for isinstance, as astutil.BLOCK_STATEMENTS explains.
 _ADD_SUB = (ast.Add, ast.Sub)
-_IF_WHILE = (ast.If, ast.While)
 _MULT_DIV = (ast.Mult, ast.Div)
 
 
@@ -494,7 +494,7 @@ def propagate_copies(statements: list[ast.stmt], replaceable: set[str]) -> list[
         for stmt in block:
             if not renames:  # nothing removed yet: nothing to rename
                 pass
-            elif isinstance(stmt, _IF_WHILE):
+            elif isinstance(stmt, TEST_BLOCKS):
                 rename_in_place(stmt.test, renames)
             elif isinstance(stmt, ast.For):
                 rename_in_place(stmt.iter, renames)
