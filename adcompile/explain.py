@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import json
 import math
 import os
 import re
@@ -252,6 +251,8 @@ class Explanation:
 
     def to_json(self, indent: int | None = 2) -> str:
         """The explanation as JSON text (every step, loops not summarised)."""
+        import json  # here, not at the top: few callers want JSON, and every import pays for it
+
         return json.dumps(self.as_dict(), indent=indent, allow_nan=False)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import inspect
 import itertools
 import linecache
 import textwrap
@@ -23,7 +22,7 @@ from .errors import UnsupportedSyntaxError
 from .ir import CoreFunction, Site
 from .notes import instrument
 from .reverse import ADJOINT, FORWARD
-from .source import FunctionSource
+from .source import FunctionSource, function_node
 
 with warnings.catch_warnings():
     # astor 0.8.1 touches ast.Num & co., deprecated since Python 3.12: silence exactly those.
@@ -294,10 +293,11 @@ def helper_definitions(core: CoreFunction) -> list[ast.stmt]:
 
 @functools.cache
 def _helper_source(name: str) -> str:
-    """A helper's source text, read once: ``inspect.getsource`` tokenizes its whole file."""
+    """A helper's source text, read once."""
     from .rules.array_helpers import HELPERS
 
-    return textwrap.dedent(inspect.getsource(HELPERS[name]))
+    node, lines = function_node(HELPERS[name])
+    return textwrap.dedent("".join(lines[node.lineno - 1 : node.end_lineno]))
 
 
 def load_module(

@@ -16,7 +16,6 @@ import types
 from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from .errors import AdcompileError, Location, UnsupportedSyntaxError, node_location
 
@@ -200,21 +199,12 @@ class StaticFunction:
         )
 
 
-def load_function(fn: object) -> FunctionSource:
-    """Load a live Python function: its AST (real positions) and its visible names."""
-    if not isinstance(fn, types.FunctionType):
-        kind = type(fn).__name__
-        hint = ""
-        if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
-            owner = type(fn.__self__).__name__
-            hint = (
-                f"; differentiate the function {owner}.{fn.__func__.__name__} instead, with wrt= "
-                "naming the parameters after self, and pass the instance as the first argument"
-            )
-        raise TypeError(
-            f"adcompile differentiates Python functions defined with def or lambda, "
-            f"not {kind} objects ({fn!r}){hint}"
-        )
+def function_node(fn: types.FunctionType) -> tuple[FunctionNode, list[str]]:
+    """The ``def`` or lambda of a live function, with its real positions, and its file's lines.
+
+    Cheaper than ``inspect.getsource``, which tokenizes the definition in pure Python: the
+    def's own lines are parsed, or else the whole file, once.
+    """
     code = fn.__code__
     filename = code.co_filename
     linecache.checkcache(filename)  # a file edited since it was read (as inspect does)
@@ -233,10 +223,29 @@ def load_function(fn: object) -> FunctionSource:
             f"{code.co_firstlineno} (several lambdas on one line that adcompile cannot tell "
             "apart, or the file changed since it was imported)"
         )
+    return node, lines
+
+
+def load_function(fn: object) -> FunctionSource:
+    """Load a live Python function: its AST (real positions) and its visible names."""
+    if not isinstance(fn, types.FunctionType):
+        kind = type(fn).__name__
+        hint = ""
+        if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
+            owner = type(fn.__self__).__name__
+            hint = (
+                f"; differentiate the function {owner}.{fn.__func__.__name__} instead, with wrt= "
+                "naming the parameters after self, and pass the instance as the first argument"
+            )
+        raise TypeError(
+            f"adcompile differentiates Python functions defined with def or lambda, "
+            f"not {kind} objects ({fn!r}){hint}"
+        )
+    node, lines = function_node(fn)
     namespace = ChainMap(_closure_values(fn), fn.__globals__, vars(builtins))
     return FunctionSource(
         node=node,
-        filename=filename,
+        filename=fn.__code__.co_filename,
         lines=lines,
         namespace=namespace,
         name=fn.__name__,
@@ -294,6 +303,8 @@ def static_namespace(
 
 def load_from_file(path: str, func_name: str) -> FunctionSource:
     """Load a top-level function from a file without executing the file."""
+    from pathlib import Path  # here: only the CLI reads files, and the import costs 5 ms
+
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from adcompile import RuleError, derivative, grad, rule_scope
+from adcompile import AdcompileError, RuleError, derivative, grad, rule_scope
 from tests.helpers import module_from_source
 
 SOURCE = """
@@ -104,3 +104,11 @@ def test_rule_reading_other_names_is_rejected(module):
         @derivative(module.softplus)
         def closure_rule(x, result, g):
             return g * scale
+
+
+def test_rule_without_source_text_is_rejected_with_an_adcompile_error(module):
+    namespace: dict[str, object] = {}
+    exec("def typed_in(x, result, g):\n    return g * result\n", namespace)
+    with rule_scope() as rules, pytest.raises(AdcompileError, match="cannot read the source"):
+        derivative(module.softplus)(namespace["typed_in"])
+    assert rules.lookup(module.softplus, 1) is None

@@ -14,9 +14,10 @@ import contextlib
 import functools
 import inspect
 import math
-import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+
+from ..source import function_node
 
 # Names a template may use besides its own parameters (``np`` only in array rules).
 TEMPLATE_GLOBALS = frozenset({"math", "np", "abs", "min", "max", "float"})
@@ -55,9 +56,9 @@ class Rule:
         return frozenset(i for i, expr in enumerate(self.parsed[1]) if expr is None)
 
 
-def _template_def(template: Callable[..., object]) -> ast.FunctionDef:
-    source = textwrap.dedent(inspect.getsource(template))
-    node = ast.parse(source).body[0]
+def template_def(template: Callable[..., object]) -> ast.FunctionDef:
+    """The template's ``def``, parsed from its file."""
+    node, _ = function_node(template)
     if not isinstance(node, ast.FunctionDef):
         raise RuleError(f"rule {template.__name__} must be a def")
     return node
@@ -67,7 +68,7 @@ def parse_template(
     template: Callable[..., object], arity: int
 ) -> tuple[list[ast.stmt], list[ast.expr | None]]:
     """Split a template into assignments and the returned adjoints, checking its shape."""
-    body = _template_def(template).body
+    body = template_def(template).body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]  # docstring
     if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:

@@ -9,11 +9,17 @@ from __future__ import annotations
 import ast
 import contextlib
 import inspect
-import textwrap
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .registry import TEMPLATE_GLOBALS, RuleError, RuleTable, active_rules, display_name
+from .registry import (
+    TEMPLATE_GLOBALS,
+    RuleError,
+    RuleTable,
+    active_rules,
+    display_name,
+    template_def,
+)
 
 
 def _primal_params(fn: Callable[..., Any]) -> list[str] | None:
@@ -26,7 +32,7 @@ def _primal_params(fn: Callable[..., Any]) -> list[str] | None:
 
 
 def _free_names(template: Callable[..., Any]) -> set[str]:
-    node = ast.parse(textwrap.dedent(inspect.getsource(template))).body[0]
+    node = template_def(template)
     params = {a.arg for a in node.args.args}
     assigned = {
         t.id
