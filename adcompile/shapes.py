@@ -25,6 +25,8 @@ class ShapeFacts:
 
     scalars: set[str] = field(default_factory=set)
     shaped_like: dict[str, str] = field(default_factory=dict)
+    # Module-level and closure constants that are not numbers: arrays (data) and tuples.
+    array_constants: frozenset[str] = frozenset()
 
     def origin(self, name: str) -> str:
         """The earliest name known to have the shape of ``name`` (itself if none)."""
@@ -34,8 +36,10 @@ class ShapeFacts:
 
     def is_scalar(self, atom: Atom) -> bool:
         """True for literals, numeric constants and names known to hold scalars."""
-        if isinstance(atom, Const | Global):
+        if isinstance(atom, Const):
             return True
+        if isinstance(atom, Global):
+            return atom.text not in self.array_constants
         return atom.name in self.scalars
 
     def same_shape(self, a: Atom, b: str) -> bool:
@@ -49,7 +53,8 @@ def shape_facts(fn: CoreFunction) -> ShapeFacts:
     """Derive the shape facts of an array-mode function."""
     from .rules.arrays import ELEMENTWISE, REDUCTIONS
 
-    facts = ShapeFacts()
+    data = frozenset(k for k, v in fn.constants.items() if not isinstance(v, int | float))
+    facts = ShapeFacts(array_constants=data)
     once = {name for name, n in assignment_counts(fn.body).items() if n == 1}
     for stmt in _straight_line(fn.body):
         if stmt.target not in once:
@@ -86,7 +91,7 @@ def _elementwise(facts: ShapeFacts, stmt: Apply) -> None:
     shaped = [a for a in stmt.args if not facts.is_scalar(a)]
     if not shaped:
         facts.scalars.add(stmt.target)
-    elif all(facts.same_shape(a, shaped[0].name) for a in shaped):
+    elif isinstance(shaped[0], Var) and all(facts.same_shape(a, shaped[0].name) for a in shaped):
         facts.shaped_like[stmt.target] = shaped[0].name
 
 

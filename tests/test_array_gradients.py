@@ -124,6 +124,77 @@ def test_array_valued_output_is_rejected_when_called(tmp_path: Path) -> None:
         g(np.ones(3))
 
 
+# ----- data arrays from the module or a closure -----------------------------------------------
+# Arrays the function reads but does not take as parameters. They are not scalars: shapes.py
+# once treated every module constant as one, dropping the sum that undoes broadcasting.
+DATA_SOURCE = """
+import numpy as np
+
+X = np.array([1.0, 2.0, 3.0, 4.0])
+Y = np.array([2.0, 4.1, 5.9, 8.2])
+W = np.arange(6.0).reshape(2, 3)
+MASK = np.array([True, False, True, True])
+
+
+def least_squares_on_data(w):
+    return np.mean((w * X - Y) ** 2)
+
+
+def shift(b):
+    return np.sum(b + X)
+
+
+def keepdims_times_data(x):
+    return np.sum(np.mean(x, axis=1, keepdims=True) * W)
+
+
+def masked_mean(s):
+    return np.mean(np.where(MASK, s, 0.0))
+
+
+def array_output(x):
+    return np.sum(x) * X
+
+
+def closure_over(d):
+    def loss(w):
+        return np.mean((w * d) ** 2)
+
+    return loss
+"""
+
+DATA_CASES = [
+    ("least_squares_on_data", (1.5,)),
+    ("shift", (0.3,)),
+    ("keepdims_times_data", (np.linspace(0.5, 1.5, 6).reshape(2, 3),)),
+    ("masked_mean", (2.0,)),
+]
+
+
+@pytest.fixture(scope="module")
+def data_module(tmp_path_factory):
+    from tests.helpers import module_from_source
+
+    return module_from_source(tmp_path_factory.mktemp("data"), DATA_SOURCE)
+
+
+@pytest.mark.parametrize(("name", "args"), DATA_CASES, ids=[c[0] for c in DATA_CASES])
+def test_module_data_arrays_are_not_scalars(data_module, name, args) -> None:
+    fn = getattr(data_module, name)
+    for options in ({}, {"optimize": False}, {"mode": "forward"}):
+        check_gradient(fn, grad(fn, wrt=(0,), **options), args, (0,))
+
+
+def test_closure_data_array_and_array_output_of_data(data_module) -> None:
+    loss = data_module.closure_over(np.arange(1.0, 5.0))
+    check_gradient(loss, grad(loss, wrt=(0,)), (1.5,), (0,))
+    with pytest.raises(TypeError, match="returning a scalar"):
+        grad(data_module.array_output)(np.ones(4))
+    # d2/dw2 of mean((w X - Y)^2) is mean(2 X^2), whatever w is
+    second = adcompile.hessian(data_module.least_squares_on_data)(1.5)
+    assert second == pytest.approx(np.mean(2.0 * data_module.X**2), rel=1e-12)
+
+
 # ----- errors at decoration time ------------------------------------------------------------
 ERRORS = [
     ("return np.sum(np.argmax(x) * x)", "np.argmax", NoDerivativeError, "np.argmax"),
