@@ -312,6 +312,9 @@ class ArrayLowering:
         for arg in args:
             if isinstance(arg, ast.Starred):
                 raise self._error(UnsupportedSyntaxError, arg, messages.CALL_STARRED)
+        if callee is getattr(self.numpy, "clip", None):
+            self._clip(node, target, shown)
+            return True
         rule = self._array_rule(node, callee, len(args))
         if rule is None:
             return False
@@ -327,6 +330,32 @@ class ArrayLowering:
         render = ast.Call(func=shown, args=placeholders + given, keywords=keywords)
         self.block.append(Apply(target, rule, atoms, render, node.lineno, statics=statics))
         return True
+
+    def _clip(self, node: ast.Call, target: str, shown: ast.expr) -> None:
+        """``np.clip(x, lo, hi)``, bounds given by position or keyword (``a_min``/``min``,
+        ``a_max``/``max``). A ``None`` bound clips one side only: that is ``np.maximum(x,
+        lo)`` or ``np.minimum(x, hi)``, whose rules apply; the forward code shows the call as
+        written."""
+        operands = _clip_operands(node)
+        if isinstance(operands, str):
+            raise self._error(UnsupportedSyntaxError, node, operands)
+        bounds = [e for e in operands[1:] if not _is_none(e)]
+        if not bounds:
+            raise self._error(UnsupportedSyntaxError, node, messages.CLIP_WITHOUT_BOUNDS)
+        if len(bounds) == 2:
+            primal = self.numpy.clip
+        else:
+            primal = self.numpy.maximum if bounds[0] is operands[1] else self.numpy.minimum
+        rule = self._array_rule(node, primal, 1 + len(bounds))
+        present = [operands[0], *bounds]
+        slots = {id(e): _placeholder(i) for i, e in enumerate(present)}
+        render = ast.Call(
+            func=shown,
+            args=[slots.get(id(a), a) for a in node.args],
+            keywords=[ast.keyword(k.arg, slots.get(id(k.value), k.value)) for k in node.keywords],
+        )
+        atoms = [self._atom(e) for e in present]
+        self.block.append(Apply(target, rule, atoms, render, node.lineno))
 
     def _variadic_call(self, node: ast.Call, target: str, rule: Rule, shown: ast.expr) -> None:
         """``np.concatenate([a, b], axis=1)``: one operand per element of the list."""
@@ -456,6 +485,33 @@ class ArrayLowering:
             self._leaf(new, param, (*path[:-1], i), target.lineno)
             self.env[elt.id] = new
         return True
+
+
+_CLIP_KEYWORDS = {"a_min": 1, "min": 1, "a_max": 2, "max": 2}
+
+
+def _clip_operands(node: ast.Call) -> list[ast.expr] | str:
+    """``x``, the lower and the upper bound of an ``np.clip`` call (a missing bound is a
+    ``None`` literal), or what is wrong with the call."""
+    if len(node.args) > 3:
+        return "np.clip takes an array and two bounds here (no `out`)"
+    operands: list[ast.expr | None] = [*node.args, None, None, None][:3]
+    for keyword in node.keywords:
+        position = _CLIP_KEYWORDS.get(keyword.arg)
+        if position is None:
+            return messages.unsupported_keyword(
+                "np.clip", keyword.arg or "**", list(_CLIP_KEYWORDS)
+            )
+        if operands[position] is not None:
+            return f"np.clip got its {'lower' if position == 1 else 'upper'} bound twice"
+        operands[position] = keyword.value
+    if operands[0] is None:
+        return "np.clip needs the array to clip as its first argument"
+    return [e if e is not None else ast.Constant(value=None) for e in operands]
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
 
 
 def _placeholder(i: int) -> ast.Name:

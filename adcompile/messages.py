@@ -262,6 +262,9 @@ def no_rule_on_path(name: str) -> str:
     )
 
 
+CLIP_WITHOUT_BOUNDS = "np.clip needs a lower or an upper bound that is not None"
+
+
 def unsupported_keyword(name: str, keyword: str, accepted: list[str]) -> str:
     """A keyword argument an array rule does not take."""
     known = ", ".join(f"`{k}`" for k in accepted) or "no keyword arguments"

@@ -9,6 +9,7 @@ with the optimised code, and the dumped module must run on its own.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -193,6 +194,78 @@ def test_closure_data_array_and_array_output_of_data(data_module) -> None:
     # d2/dw2 of mean((w X - Y)^2) is mean(2 X^2), whatever w is
     second = adcompile.hessian(data_module.least_squares_on_data)(1.5)
     assert second == pytest.approx(np.mean(2.0 * data_module.X**2), rel=1e-12)
+
+
+# ----- np.clip: one-sided, keyword bounds, crossed bounds -------------------------------------
+CLIP_SOURCE = """
+import numpy as np
+
+
+def relu_squared(x):
+    return np.sum(np.clip(x, 0.0, None) ** 2)
+
+
+def capped(x, hi):
+    return np.sum(np.sin(np.clip(x, None, hi)))
+
+
+def keyword_bounds(x, lo, hi):
+    return np.sum(np.clip(x, a_min=lo, a_max=hi) ** 3)
+
+
+def new_keywords(x, hi):
+    return np.sum(np.clip(x, min=-0.5, max=hi) * x)
+
+
+def crossed(x, lo, hi):
+    return np.sum(np.clip(x, lo, hi) * x)
+"""
+POINT = np.array([-1.3, -0.2, 0.35, 1.7])
+CLIP_CASES = [
+    ("relu_squared", (POINT,), (0,)),
+    ("capped", (POINT, 0.9), (0, 1)),
+    ("keyword_bounds", (POINT, -0.6, 0.8), (0, 1, 2)),
+    ("new_keywords", (POINT, 0.8), (0, 1)),
+    ("crossed", (POINT, 0.5, -0.5), (0, 1, 2)),
+]
+
+
+@pytest.fixture(scope="module")
+def clip_module(tmp_path_factory):
+    from tests.helpers import module_from_source
+
+    return module_from_source(tmp_path_factory.mktemp("clip"), CLIP_SOURCE)
+
+
+@pytest.mark.parametrize(("name", "args", "wrt"), CLIP_CASES, ids=[c[0] for c in CLIP_CASES])
+def test_clip_bounds_by_keyword_one_sided_or_crossed(clip_module, name, args, wrt) -> None:
+    fn = getattr(clip_module, name)
+    for options in ({}, {"optimize": False}, {"mode": "forward"}):
+        check_gradient(fn, grad(fn, wrt=wrt, **options), args, wrt)
+
+
+def test_one_sided_clip_is_shown_as_written(clip_module) -> None:
+    assert "np.clip(x, 0.0, None)" in grad(clip_module.relu_squared).source
+    assert "np.clip(x, a_min=lo, a_max=hi)" in grad(clip_module.keyword_bounds).source
+
+
+@pytest.mark.parametrize(
+    ("call", "fragment"),
+    [
+        ("np.clip(x, None, None)", "a lower or an upper bound that is not None"),
+        ("np.clip(x, 0.0, 1.0, out=x)", "the keyword `out` is not supported"),
+        ("np.clip(x, 0.0, a_min=1.0)", "lower bound twice"),
+    ],
+)
+def test_clip_calls_that_cannot_be_differentiated_fail_at_decoration(
+    tmp_path: Path, call: str, fragment: str
+) -> None:
+    fn = function_from_source(
+        tmp_path, f"import numpy as np\ndef f(x):\n    return np.sum({call})\n"
+    )
+    with pytest.raises(UnsupportedSyntaxError, match=re.escape(fragment)) as caught:
+        grad(fn)
+    assert str(caught.value).startswith(f"{fn.__code__.co_filename}:3:")
 
 
 # ----- errors at decoration time ------------------------------------------------------------

@@ -1031,10 +1031,13 @@ def _where_arguments(rng: random.Random, k: int) -> tuple[float, ...]:
 
 
 def _clip_arguments(rng: random.Random, k: int) -> tuple[float, ...]:
-    """``x`` below, inside and above ``[lo, hi]`` in turn, at least 0.1 from the bounds."""
+    """``x`` below, inside and above ``[lo, hi]`` in turn, at least 0.1 from the bounds; every
+    fourth point has the bounds crossed (``lo > hi``, where NumPy gives ``hi`` everywhere)."""
     lo, hi = rng.uniform(-1.0, -0.5), rng.uniform(0.5, 1.0)
     x = (rng.uniform(-3.0, lo - 0.1), rng.uniform(lo + 0.1, hi - 0.1), rng.uniform(hi + 0.1, 3))
-    return x[k % 3], lo, hi
+    if k % 4 == 3:
+        return x[rng.randrange(3)], hi, lo
+    return x[k % 4], lo, hi
 
 
 @functools.cache

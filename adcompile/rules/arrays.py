@@ -222,10 +222,12 @@ def where(condition, a, b, result, g):
 
 @array_rule(np.clip)
 def clip(x, lo, hi, result, g):
+    # np.clip is np.minimum(np.maximum(x, lo), hi): with crossed bounds (lo > hi) every
+    # element is hi, and hi gets the whole adjoint.
     return (
         unbroadcast(np.where((x >= lo) & (x <= hi), g, 0.0), x),
-        unbroadcast(np.where(x < lo, g, 0.0), lo),
-        unbroadcast(np.where(x > hi, g, 0.0), hi),
+        unbroadcast(np.where((x < lo) & (lo <= hi), g, 0.0), lo),
+        unbroadcast(np.where((x > hi) | (lo > hi), g, 0.0), hi),
     )
 
 
