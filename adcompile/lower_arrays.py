@@ -317,6 +317,7 @@ class ArrayLowering:
             return True
         rule = self._array_rule(node, callee, len(args))
         if rule is None:
+            self._refuse_extra_arguments(node, callee)
             return False
         if rule.variadic:
             self._variadic_call(node, target, rule, shown)
@@ -330,6 +331,16 @@ class ArrayLowering:
         render = ast.Call(func=shown, args=placeholders + given, keywords=keywords)
         self.block.append(Apply(target, rule, atoms, render, node.lineno, statics=statics))
         return True
+
+    def _refuse_extra_arguments(self, node: ast.Call, callee: object) -> None:
+        """A function with a rule for fewer positional arguments (``np.trace(x, 1)``): say
+        which arguments it takes, rather than that it has no derivative."""
+        fewer = [a for a in array_rules().arities(callee) if a < len(node.args)]
+        if fewer:
+            rule = lookup_rule(self.rules, callee, max(fewer), arrays=True)
+            message = messages.extra_arguments(rule.name, rule.params[: rule.arity], rule.statics)
+            first_extra = node.args[min(len(node.args) - 1, rule.arity + len(rule.statics))]
+            raise self._error(UnsupportedSyntaxError, first_extra, message)
 
     def _clip(self, node: ast.Call, target: str, shown: ast.expr) -> None:
         """``np.clip(x, lo, hi)``, bounds given by position or keyword (``a_min``/``min``,

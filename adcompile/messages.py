@@ -64,7 +64,8 @@ SEQUENCE_VALUE = (
 )
 INDEX_ON_PATH = (
     "indexing a sequence gives its items no derivative: the sequence must not depend on a "
-    "differentiated input (exclude sequence parameters with wrt=...)"
+    "differentiated input (exclude sequence parameters with wrt=...); NumPy arrays are "
+    "indexed with derivatives in functions that use NumPy (`np.sum(x[i] ** 2)`)"
 )
 APPEND_METHOD = (
     "calling methods (such as list.append) is not supported: lists of differentiated values "
@@ -234,7 +235,8 @@ def no_rule(name: str, value: object) -> str:
     """A call to something that has neither a rule nor supported source."""
     if isinstance(value, types.BuiltinFunctionType):
         hint = (
-            "sums over sequences need loops, which are not supported yet; write `a + b + c`"
+            "it takes a sequence, which carries no derivative; write `a + b + c`, add up in "
+            "a `for` loop, or use np.sum on a NumPy array"
             if name in SEQUENCE_BUILTINS
             else "use a supported math function"
         )
@@ -260,6 +262,12 @@ def no_rule_on_path(name: str) -> str:
         "differentiated input; use it only in conditions, or on values that are not "
         "differentiated"
     )
+
+
+def extra_arguments(name: str, params: tuple[str, ...], statics: tuple) -> str:
+    """A NumPy call with more positional arguments than its rule takes."""
+    keywords = "".join(f", {k}=" for k, _ in statics)
+    return f"{name} takes ({', '.join(params)}{keywords}) here; other arguments are not supported"
 
 
 CLIP_WITHOUT_BOUNDS = "np.clip needs a lower or an upper bound that is not None"

@@ -277,6 +277,8 @@ ERRORS = [
     ("return np.sum((x + x).real)", "(x + x).real", UnsupportedSyntaxError, "`(x + x).real`"),
     ("return np.sum(np.cumsum(x))", "np.cumsum", NoDerivativeError, "np.cumsum"),
     ("return np.sum(np.concatenate(x))", "np.concatenate(x)", UnsupportedSyntaxError, "list"),
+    ("return np.trace(x, 1)", "1)", UnsupportedSyntaxError, "takes (x) here"),
+    ("return np.sum(x, 0, False, 3)", "3)", UnsupportedSyntaxError, "(x, axis=, keepdims=)"),
 ]
 
 

@@ -13,7 +13,7 @@ U, N = UnsupportedSyntaxError, NoDerivativeError
 
 # (body of f(x, y), the text the caret must point at, error class, message fragment)
 CASES = [
-    ("for v in (x, y):\n    x = x * v\nreturn x", "(x, y)", N, "indexing a sequence"),
+    ("for v in (x, y):\n    x = x * v\nreturn x", "(x, y)", N, "functions that use NumPy"),
     ("for a, b in range(3):\n    x = x * 2\nreturn x", "a, b", U, "single name"),
     ("for i in range():\n    x = x * 2\nreturn x", "range()", U, "1 to 3"),
     ("while x > 0:\n    x = x - 1\nelse:\n    print(x)\nreturn x", "print", U, "expression"),
@@ -31,7 +31,7 @@ CASES = [
     ("return helper(x, c=y)", "c=y", U, "no parameter `c`"),
     ("return helper()", "helper()", U, "no value for parameter `a`"),
     ("z = [x * i for i in range(3)]\nreturn x", "[x", U, "a list comprehension is supported only"),
-    ("return sum([x, y])", "sum", N, "`sum` is a builtin"),
+    ("return sum([x, y])", "sum", N, "add up in a `for` loop, or use np.sum"),
     ("z = [x]\nz.append(y)\nreturn x", "z.append", U, "calling methods"),
     ("yield x\nreturn x", "yield", U, "`yield`"),
     ("return (z := x * 2)", "z :=", U, "walrus"),
