@@ -14,7 +14,7 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .astutil import map_children, names_in
+from .astutil import call, map_children, names_in
 from .ir import Apply, CoreFunction, Var
 from .shapes import ShapeFacts
 
@@ -107,7 +107,7 @@ class KnownShapes:
 
 def scalar_output_check(fn: CoreFunction, output: ast.expr) -> ast.stmt:
     """``check_scalar(f)``: a gradient needs a scalar output (an array would seed a sum)."""
-    return ast.Expr(value=_call(fn.helper("check_scalar"), output))
+    return ast.Expr(value=call(fn.helper("check_scalar"), output))
 
 
 def array_partial(
@@ -124,8 +124,8 @@ def array_partial(
         if adjoint is not None:
             _insert_part(parts, path, _name(adjoint))
     if list(parts) == [()]:
-        return _call(fn.helper("unbroadcast"), parts[()], _name(param))
-    return _call(fn.helper("gradient_like"), _name(param), _parts_literal(parts))
+        return call(fn.helper("unbroadcast"), parts[()], _name(param))
+    return call(fn.helper("gradient_like"), _name(param), _parts_literal(parts))
 
 
 def _insert_part(parts: dict, path: tuple[object, ...], adjoint: ast.expr) -> None:
@@ -189,10 +189,6 @@ def _is_shape_of(node: ast.AST, numpy_alias: str, *functions: str) -> bool:
         and len(node.args) == 1
         and isinstance(node.args[0], ast.Name)
     )
-
-
-def _call(func: str, *args: ast.expr) -> ast.expr:
-    return ast.Call(func=_name(func), args=list(args), keywords=[])
 
 
 def _name(name: str) -> ast.Name:

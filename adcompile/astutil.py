@@ -37,6 +37,11 @@ def store(name: str) -> ast.Name:
     return ast.Name(name, STORE)
 
 
+def call(func: str, *args: ast.expr) -> ast.Call:
+    """``func(*args)`` for a function read by name."""
+    return ast.Call(func=load(func), args=list(args), keywords=[])
+
+
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 

@@ -36,13 +36,35 @@ def _hashable(wrt: Wrt) -> object:
     return tuple(wrt) if isinstance(wrt, list) else wrt
 
 
+def _completer(fn: Callable[..., Any]) -> Callable[[tuple], tuple]:
+    """A function filling in the defaults of the parameters a call leaves out.
+
+    The generated transforms take their extra parameters (tangents, cotangents) after all of
+    the primal's, so a primal argument left to its default must be passed explicitly.
+    """
+    fs = load_function(fn)
+    params, defaults = fs.param_names(), tuple(fs.defaults)
+    name = getattr(fn, "__name__", "function")
+
+    def complete(args: tuple) -> tuple:
+        missing = len(params) - len(args)
+        if missing <= 0:
+            return args
+        if missing > len(defaults):
+            absent = ", ".join(params[len(args) : len(params) - len(defaults)])
+            raise TypeError(f"{name}() missing required positional argument(s): {absent}")
+        return (*args, *defaults[len(defaults) - missing :])
+
+    return complete
+
+
 def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
     """``(fn(*primals), J @ tangents)``: the value and its directional derivative."""
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError(f"jvp got {len(primals)} primals but {len(tangents)} tangents")
     generated = _cached(fn, "jvp", list(range(len(primals))) or None)
-    return generated(*primals, *tangents)
+    return generated(*_completer(fn)(primals), *tangents)
 
 
 def vjp(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tuple]]:
@@ -50,6 +72,7 @@ def vjp(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tup
     generated = _cached(fn, "vjp", list(range(len(primals))) or None)
     outputs = generated.adcompile_outputs
     value = fn(*primals)
+    primals = _completer(fn)(primals)
 
     def pullback(cotangent: Any) -> tuple:
         """The cotangents of ``fn``'s arguments for the output cotangent ``cotangent``."""
@@ -86,9 +109,11 @@ def jacobian(fn: Callable[..., Any], wrt: Wrt = None, mode: str = "reverse") -> 
         rows = _reverse_rows(generated, outputs)
     else:
         rows = _forward_rows(generated, len(choice.names), outputs)
+    complete = _completer(fn)
 
     def jacobian_of(*args: Any) -> Any:
         """The Jacobian at ``args``."""
+        args = complete(args)
         if arrays and mode == "forward":
             partials = _array_jacobian_forward(generated, args, choice.names, params)
             if outputs is not None:  # one row per output element
@@ -208,10 +233,13 @@ def _forward_over_forward(fn: Callable[..., Any], wrt: Wrt) -> Callable[..., Any
     indices = [params.index(name) for name in choice.names]
     first = _cached(fn, "jvp", list(range(len(params))) or None)
     second = compile_transform(first, "jvp", indices)
+    complete = _completer(fn)
 
     def hessian_of(*args: Any) -> Any:
         """The Hessian at ``args``."""
         from .rules.array_helpers import forward_jacobian
+
+        args = complete(args)
 
         blocks = []
         for k in indices:

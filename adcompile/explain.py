@@ -545,6 +545,7 @@ class _Interpreter:
                 if index is _DONE:
                     break
                 self.env[stmt.index] = index
+                self.labels[stmt.index] = ast.Name(id=self.display(stmt.index), ctx=ast.Load())
             elif not self._evaluate(stmt.test):
                 break
             position = LoopPosition(line, len(positions) + 1, run=run)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import messages
+from .astutil import call
 from .errors import UnsupportedSyntaxError
 from .names import NameTable
 from .source import FunctionSource
@@ -30,10 +31,6 @@ def _located(node: ast.AST, like: ast.AST) -> ast.AST:
 
 def _name(name: str, store: bool = False) -> ast.Name:
     return ast.Name(id=name, ctx=ast.Store() if store else ast.Load())
-
-
-def _call(func: str, *args: ast.expr) -> ast.Call:
-    return ast.Call(func=_name(func), args=list(args), keywords=[])
 
 
 def _assign(name: str, value: ast.expr) -> ast.Assign:
@@ -101,16 +98,16 @@ class IterationRewriter:
             for name, path in self._bindings(t)
         ]
         lengths = [
-            _located(_call("len", _name(s)), sequence)
+            _located(call("len", _name(s)), sequence)
             for s, sequence in zip(seq_names, sequences, strict=True)
         ]
-        length = lengths[0] if len(lengths) == 1 else _call("min", *lengths)
+        length = lengths[0] if len(lengths) == 1 else call("min", *lengths)
         if kind == "reversed":
             minus_one = ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=1))
             start = ast.BinOp(left=length, op=ast.Sub(), right=ast.Constant(value=1))
-            bounds = _call("range", start, minus_one, minus_one)
+            bounds = call("range", start, minus_one, minus_one)
         else:
-            bounds = _call("range", length)
+            bounds = call("range", length)
         loop = ast.For(target=_name(index, True), iter=bounds, body=body + stmt.body, orelse=[])
         return SequenceLoop(prelude, _located(loop, stmt), new_locals)
 
@@ -196,7 +193,7 @@ class IterationRewriter:
         if kind == "sum":
             return ast.BinOp(left=_name(acc), op=ast.Add(), right=element)
         first = ast.Compare(left=_name(acc), ops=[ast.Is()], comparators=[ast.Constant(None)])
-        both = _call(kind, _name(acc), element)
+        both = call(kind, _name(acc), element)
         return ast.IfExp(test=first, body=element, orelse=both)
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from . import messages
-from .astutil import clone_located, load, walk
+from .astutil import call, clone_located, load, walk
 from .calls import Binding, bind_arguments, check_cycle, relabel
 from .desugar import Desugar
 from .errors import AdcompileError, NoDerivativeError, UnsupportedSyntaxError
@@ -128,14 +128,14 @@ def assigned_names(body: list[ast.stmt]) -> set[str]:
     return found
 
 
-def has_return(body: list[ast.stmt]) -> bool:
-    """True if a ``return`` appears among the statements (not in nested functions)."""
-    stack = list(body)
+def returns_in(body: list[ast.stmt]) -> list[ast.Return]:
+    """The ``return`` statements among the statements (not in nested functions)."""
+    found, stack = [], list(body)
     while stack:
         stmt = stack.pop()
         if isinstance(stmt, ast.Return):
-            return True
-        if not isinstance(stmt, _NEW_SCOPES):
+            found.append(stmt)
+        elif not isinstance(stmt, _NEW_SCOPES):
             stack.extend(
                 s
                 for field in ("body", "orelse", "finalbody", "handlers")
@@ -143,7 +143,16 @@ def has_return(body: list[ast.stmt]) -> bool:
             )
             stack.extend(s for h in getattr(stmt, "handlers", []) for s in h.body)
             stack.extend(s for case in getattr(stmt, "cases", []) for s in case.body)
-    return False
+    return sorted(found, key=lambda r: (r.lineno, r.col_offset))
+
+
+def _first_yield(body: list[ast.stmt]) -> ast.expr | None:
+    """A ``yield`` of the function itself (it is then a generator), if any."""
+    for stmt in body:
+        for node in walk(stmt, prune=_NEW_SCOPES):
+            if isinstance(node, ast.Yield | ast.YieldFrom):
+                return node
+    return None
 
 
 _NEW_SCOPES = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.comprehension)
@@ -162,6 +171,7 @@ class Lowerer(ArrayLowering):
         self.block: list[Stmt] = []
         self.locals: set[str] = set()
         self.first_bound: set[str] = set()
+        self.loop_indices: set[str] = set()  # versions that hold a range loop's index (ints)
         self.local_functions: dict[str, ast.FunctionDef | ast.Lambda] = {}
         self.closure: Lowerer | None = None  # the enclosing function of a nested def/lambda
         self.in_loop_test = False
@@ -203,9 +213,7 @@ class Lowerer(ArrayLowering):
         self._check_signature(node)
         params = self.fs.param_names()
         body = self._function_body(node)
-        if not has_return(body):
-            where = body[-1] if body else self.fs.node
-            raise self._error(UnsupportedSyntaxError, where, messages.MISSING_RETURN)
+        self._check_returns(body)
         body = Desugar(self.names).function_body(body)
         self.locals = set(params) | assigned_names(body)
         self.math_alias = self._choose_math_alias()
@@ -281,6 +289,21 @@ class Lowerer(ArrayLowering):
         if body and _is_docstring(body[0]):
             body = body[1:]
         return body
+
+    def _check_returns(self, body: list[ast.stmt]) -> None:
+        """There is a ``return``, and each gives a value (the desugaring of early returns
+        would otherwise let ``return`` alone pass on whatever the result held)."""
+        returns = returns_in(body)
+        if not returns:
+            generator = _first_yield(body)
+            if generator is not None:
+                message = messages.UNSUPPORTED_EXPRESSIONS[type(generator)]
+                raise self._error(UnsupportedSyntaxError, generator, message)
+            where = body[-1] if body else self.fs.node
+            raise self._error(UnsupportedSyntaxError, where, messages.MISSING_RETURN)
+        for ret in returns:
+            if ret.value is None:
+                raise self._error(UnsupportedSyntaxError, ret, messages.RETURN_NOTHING)
 
     def _lower_body(self, body: list[ast.stmt], output: str) -> None:
         ends_in_return = bool(body) and isinstance(body[-1], ast.Return)
@@ -420,11 +443,17 @@ class Lowerer(ArrayLowering):
             self.env[var] = header
             headers.append(header)
         index_name = self._version(index) if index else None
+        old_value = None  # the loop variable's value before the loop, if it may vary
         if index:
-            # After zero iterations the loop variable keeps its previous value (or none).
-            before = Var(self.env[index]) if index in self.env else Const(None)
-            entry.append(Copy(index_name, before, stmt.lineno))
+            before = self.env.get(index)
+            if before is None or before in self.loop_indices:
+                # After zero iterations the loop variable keeps its previous value (or none);
+                # that value has no derivative, so a copy before the loop says it all.
+                entry.append(Copy(index_name, Var(before) if before else Const(None), stmt.lineno))
+            else:
+                old_value = before
             self.env[index] = index_name
+            self.loop_indices.add(index_name)
         test, reads = None, frozenset()
         if isinstance(stmt, ast.While):
             self.in_loop_test = True
@@ -446,8 +475,28 @@ class Lowerer(ArrayLowering):
             self.env[var] = header
         loop = Loop(entry, body, back_edges, headers, stmt.lineno, index_name, bounds, test, reads)
         loop.exit_when = exit_when
+        ran = self._loop_runs(bounds, stmt.lineno) if old_value is not None else None
         self.block.extend(entry)
         self.block.append(loop)
+        if ran is not None:
+            self._index_after_loop(index, ran, old_value, stmt.lineno)
+
+    def _loop_runs(self, bounds: list[Atom], line: int) -> str:
+        """A recorded condition: does ``range(*bounds)`` run at least once?"""
+        ran = self.names.numbered("cond")
+        count = call("len", call("range", *[atom_expr(b) for b in bounds]))
+        test = ast.Compare(left=count, ops=[ast.Gt()], comparators=[ast.Constant(value=0)])
+        reads = frozenset(b.name for b in bounds if isinstance(b, Var))
+        self.block.append(Opaque(ran, test, reads, line))
+        return ran
+
+    def _index_after_loop(self, index: str, ran: str, old_value: str, line: int) -> None:
+        """After ``for i in range(...)``, ``i`` is the last index (no derivative) or, if the
+        loop ran zero times, the value it had (whose derivative then flows on): a merge."""
+        merged = self.names.fresh(index)
+        last = [Copy(merged, Var(self.env[index]), line)]
+        self.block.append(If(ran, last, [Copy(merged, Var(old_value), line)], line))
+        self.env[index] = merged
 
     def _check_name_target(self, target: ast.expr) -> None:
         if not isinstance(target, ast.Name):
@@ -760,9 +809,7 @@ class Lowerer(ArrayLowering):
         """Lower this (callee) function's body, its return value going to ``target``."""
         body = self._function_body(self.fs.node)
         self.locals = set(self.fs.param_names()) | assigned_names(body)
-        if not has_return(body):
-            where = body[-1] if body else self.fs.node
-            raise self._error(UnsupportedSyntaxError, where, messages.MISSING_RETURN)
+        self._check_returns(body)
         # The flags desugaring adds (`returned`, `broke`, ...) must not be the callee's names:
         # the shared table was filled from the caller's source only.
         for word in function_identifiers(self.fs.node):
@@ -772,8 +819,9 @@ class Lowerer(ArrayLowering):
         for stmt in body[:-1]:
             self._statement(stmt)
         last = body[-1]
-        if not isinstance(last, ast.Return) or last.value is None:
-            raise self._error(UnsupportedSyntaxError, last, messages.RETURN_NOTHING)
+        if not isinstance(last, ast.Return):
+            self._statement(last)  # a `try` or `with` that holds the return says what it is
+            raise self._error(UnsupportedSyntaxError, last, messages.MISSING_RETURN)
         self._lower_into(last.value, target)
 
     def _stmt_FunctionDef(self, stmt: ast.FunctionDef) -> None:

@@ -72,6 +72,9 @@ CASES = [
     ("a, b = x\nreturn a", "x\n", U, "only from a literal tuple"),
     ("return math.log(x, base=2.0)", "base", U, "keyword arguments"),
     ("return", "return", U, "needs a value"),
+    # A bare early return used to compile, and the gradient was a silent 0.0.
+    ("if x > 0:\n    return\nreturn x", "return\n", U, "`return` needs a value"),
+    ("z = x\nyield z", "yield", U, "makes a generator"),
 ]
 
 
@@ -172,3 +175,15 @@ def test_recursion_is_rejected_at_the_recursive_call(tmp_path):
     with pytest.raises(UnsupportedSyntaxError, match="recursive call even -> odd -> even") as info:
         grad(module.f)
     assert str(info.value).startswith(f"{module.__file__}:7:30: ")
+
+
+def test_unsupported_block_in_a_called_helper_is_named(tmp_path):
+    text = (
+        "def f(x):\n    return tryer(x) + 1.0\n\n\n"
+        "def tryer(a):\n    try:\n        return a * 2.0\n    except ValueError:\n"
+        "        return a\n"
+    )
+    module = module_from_source(tmp_path, text)
+    with pytest.raises(UnsupportedSyntaxError, match="`try` is not supported") as info:
+        grad(module.f)
+    assert str(info.value).startswith(f"{module.__file__}:6:5: ")

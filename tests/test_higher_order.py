@@ -345,3 +345,39 @@ def test_forward_mode_raises_the_same_errors(fn: Callable[..., Any]) -> None:
     assert type(forward.value) is type(reverse.value)
     assert str(forward.value) == str(reverse.value)
     assert str(forward.value).startswith(f"{__file__.rsplit('/', 1)[0]}/corpus/straight_line.py:")
+
+
+# --- parameters left to their defaults -----------------------------------------------------------
+DEFAULTS_SOURCE = """
+import math
+
+
+def cubic_default(x, y=3.0):
+    return x**3 * y + math.sin(y)
+
+
+def pair_default(x, y=3.0):
+    return x * y, x + y
+"""
+
+
+def test_transforms_fill_in_defaults_the_call_leaves_out(tmp_path) -> None:
+    from tests.helpers import module_from_source
+
+    module = module_from_source(tmp_path, DEFAULTS_SOURCE)
+    x, y = sp.symbols("x y")
+    f = x**3 * y + sp.sin(y)
+    at = {x: 2.0, y: 3.0}
+    gradient = [float(sp.diff(f, v).subs(at)) for v in (x, y)]
+    second = [[float(sp.diff(f, a, b).subs(at)) for b in (x, y)] for a in (x, y)]
+    cubic, pair = module.cubic_default, module.pair_default
+    assert hessian(cubic, wrt="x")(2.0) == pytest.approx(second[0][0], rel=1e-12)
+    for got, want in zip(hessian(cubic)(2.0), second, strict=True):
+        assert got == pytest.approx(tuple(want), rel=1e-12)
+    for mode in ("reverse", "forward"):
+        assert jacobian(cubic, mode=mode)(2.0) == pytest.approx(tuple(gradient), rel=1e-12)
+        assert jacobian(pair, mode=mode)(2.0) == ((3.0, 2.0), (1.0, 1.0))
+    assert jvp(cubic, (2.0,), (1.0,))[1] == pytest.approx(gradient[0], rel=1e-12)
+    assert vjp(cubic, 2.0)[1](1.0) == pytest.approx((gradient[0],), rel=1e-12)
+    with pytest.raises(TypeError, match="missing required positional argument"):
+        jacobian(cubic)()

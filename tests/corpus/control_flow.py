@@ -498,6 +498,21 @@ def range_bounds_from_params(x, lo, hi):
     return s
 
 
+def index_rebinds_a_varied_name(x, n):
+    # After the loop, i is the last index (an int, no derivative), or x * 0.5 if n == 0.
+    i = x * 0.5
+    for i in range(n):
+        x = x * 1.5 + i
+    return x * i
+
+
+def index_shadows_a_parameter(x, y, n):
+    s = x * y
+    for x in range(n):
+        s += x * y
+    return s * x
+
+
 def horner_index_coefficients(x, n):
     s = 0.0
     for i in range(n, -1, -1):
@@ -655,6 +670,20 @@ FOR_RANGE = [
         range_bounds_from_params,
         [{"x": 0.6, "lo": 1, "hi": 5}, {"x": -1.4, "lo": 3, "hi": 9}, {"x": 2.1, "lo": 2, "hi": 3}],
         "x",
+    ),
+    (
+        index_rebinds_a_varied_name,
+        [{"x": 0.7, "n": 3}, {"x": -1.2, "n": 0}, {"x": 1.1, "n": 1}],
+        "x",
+    ),
+    (
+        index_shadows_a_parameter,
+        [
+            {"x": 0.7, "y": 1.3, "n": 3},
+            {"x": -0.6, "y": 0.4, "n": 0},
+            {"x": 1.5, "y": -2.0, "n": 2},
+        ],
+        ("x", "y"),
     ),
     (
         horner_index_coefficients,
