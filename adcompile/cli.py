@@ -11,13 +11,15 @@ import argparse
 import ast
 import copy
 import importlib
+import os
 import sys
+import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from .api import generate_source
-from .errors import AdcompileError, UnsupportedSyntaxError, format_message
+from .errors import AdcompileError, Location, UnsupportedSyntaxError, format_message
 from .graph import GraphError
 from .render import load_module
 from .source import FunctionSource, StaticFunction, load_from_file, load_function
@@ -42,16 +44,51 @@ def parse_target(target: str) -> tuple[str, str]:
 def load_target(target: str) -> FunctionSource:
     """Load the function a target names: statically from a file, or by importing a module."""
     where, func = parse_target(target)
-    if where.endswith(".py") or Path(where).exists():
-        return load_from_file(where, func)
-    try:
-        module = importlib.import_module(where)
-    except ImportError as exc:
-        raise LookupError(f"cannot import module {where!r}: {exc}") from None
+    if where.endswith(".py") or Path(where).is_file():
+        fs = load_from_file(where, func)
+        _note_static_rules(fs)
+        return fs
+    module = _import(where)
     fn = getattr(module, func, None)
     if fn is None:
         raise LookupError(f"module {where!r} has no attribute {func!r}")
-    return load_function(getattr(fn, "__wrapped__", fn))
+    fn = getattr(fn, "__wrapped__", fn)
+    if not isinstance(fn, types.FunctionType):
+        kind = type(fn).__name__
+        raise LookupError(f"{where}:{func} is a {kind}, not a function defined with def or lambda")
+    return load_function(fn)
+
+
+def _import(name: str) -> types.ModuleType:
+    """Import a module as ``python -m`` would: the current directory comes first."""
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise LookupError(f"cannot import module {name!r}: {exc}") from None
+    except SyntaxError as exc:
+        location = Location(exc.filename or name, exc.lineno or 0, exc.offset or 0, exc.text or "")
+        raise UnsupportedSyntaxError(f"the module does not parse: {exc.msg}", location) from None
+    except Exception as exc:  # the module's own code failed: its error, in one line
+        raise LookupError(f"importing {name!r} failed: {type(exc).__name__}: {exc}") from None
+
+
+def _note_static_rules(fs: FunctionSource) -> None:
+    """Warn that ``@derivative`` rules in a file read without running it do not apply."""
+    text = "".join(fs.lines)
+    if "derivative" not in text:
+        return
+    for node in ast.walk(ast.parse(text)):
+        for decorator in getattr(node, "decorator_list", []):
+            func = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if getattr(func, "id", getattr(func, "attr", None)) == "derivative":
+                print(
+                    f"adcompile: note: {fs.filename} registers rules with @derivative, which "
+                    "apply only when the module runs; name it as module:FUNC to use them",
+                    file=sys.stderr,
+                )
+                return
 
 
 def parse_wrt(text: str | None) -> tuple[str, ...] | None:
@@ -78,6 +115,8 @@ def parse_point(
             raise UsageError(f"--at expects name=value pairs separated by commas, got {part!r}")
         if name not in params:
             raise UsageError(f"--at names {name!r}, which is not a parameter ({', '.join(params)})")
+        if name in point:
+            raise UsageError(f"--at gives {name} twice")
         try:
             # An integer literal stays an int: it may be a loop count.
             point[name] = int(value) if value.strip().lstrip("+-").isdigit() else float(value)
@@ -139,9 +178,18 @@ def _explained(args: argparse.Namespace, required: bool) -> tuple[FunctionSource
     resolve_wrt(fs.param_names(), wrt, fs.name)
     try:
         return fs, explain_source(fs, point, wrt)
-    except (ArithmeticError, ValueError) as exc:  # raised by the user's function at the point
-        notes = "; ".join(getattr(exc, "__notes__", []))
-        raise RunError(f"{exc} at {args.at}" + (f", {notes}" if notes else "")) from None
+    except (ArithmeticError, ValueError, TypeError) as exc:  # the user's function failed there
+        raise _failed_at(exc, args.at) from None
+
+
+def _failed_at(exc: Exception, at: str) -> RunError:
+    """The function failed at the point ``at``: say how, with adcompile's notes."""
+    notes = "; ".join(getattr(exc, "__notes__", []))
+    hint = ""
+    if isinstance(exc, TypeError) and "mpf" in str(exc):
+        hint = "; an int parameter (a loop count?) has no derivative: leave it out with --wrt"
+    message = f"{type(exc).__name__}: {exc} at {at}"
+    return RunError(message + (f", {notes}" if notes else "") + hint)
 
 
 def _scalar_only(fs: FunctionSource, command: str) -> None:
@@ -184,31 +232,40 @@ def command_graph(args: argparse.Namespace) -> int:
 
 def command_check(args: argparse.Namespace) -> int:
     """Compare the generated gradient with SymPy's partials; exit 1 on a mismatch."""
-    from .testing import compare_source_with_sympy  # imports SymPy: only for `check`
-
     fs = load_target(args.target)
     _scalar_only(fs, "check")
     wrt = _wrt_argument(parse_wrt(args.wrt))
     text, name = generate_source(fs, wrt)
     gradient = load_module(text, f"{name} (check)")[name]
-    points = [parse_point(args.at, fs.param_names(), fs.defaults)] if args.at else None
+    given = args.at is not None
+    points = [parse_point(args.at, fs.param_names(), fs.defaults)] if given else None
     try:
-        report = compare_source_with_sympy(fs, gradient, points=points, wrt=wrt)
-        reference = "SymPy"
+        report, reference = _compare(fs, gradient, points, wrt)
+    except (ArithmeticError, ValueError, TypeError) as exc:  # the user's function failed there
+        raise _failed_at(exc, args.at if given else "the sample points") from None
+    print(report.table())
+    print(f"OK: matches {reference}" if report.ok else "MISMATCH: see the rows marked above")
+    return 0 if report.ok else 1
+
+
+def _compare(
+    fs: FunctionSource, gradient: Callable[..., Any], points: list | None, wrt: Any
+) -> tuple[Any, str]:
+    """The check's report, against SymPy or, where SymPy cannot follow, mpmath."""
+    from .testing import compare_source_with_sympy  # imports SymPy: only for `check`
+
+    try:
+        return compare_source_with_sympy(fs, gradient, points=points, wrt=wrt), "SymPy"
     except UnsupportedSyntaxError:  # loops, calls with keywords...: SymPy cannot follow them
         if points is None:
             raise UsageError(
                 "SymPy cannot follow this function (loops or calls); give a point with --at "
                 "to check it against a high-precision numerical reference (mpmath)"
             ) from None
-        from .reference import compare_with_mp
+    from .reference import compare_with_mp
 
-        primal = fs.origin if fs.origin is not None else define_statically(fs)
-        report = compare_with_mp(primal, points, wrt=wrt, gradient=gradient)
-        reference = "the mpmath reference"
-    print(report.table())
-    print(f"OK: matches {reference}" if report.ok else "MISMATCH: see the rows marked above")
-    return 0 if report.ok else 1
+    primal = fs.origin if fs.origin is not None else define_statically(fs)
+    return compare_with_mp(primal, points, wrt=wrt, gradient=gradient), "the mpmath reference"
 
 
 def define_statically(fs: FunctionSource) -> Callable[..., Any]:
@@ -262,6 +319,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     except AdcompileError as exc:
         print(format_message(exc.message, exc.location, kind="error"), file=sys.stderr)
         return 1

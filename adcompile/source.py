@@ -12,6 +12,7 @@ import builtins
 import importlib
 import linecache
 import os
+import tokenize
 import types
 from collections import ChainMap
 from collections.abc import Mapping
@@ -307,9 +308,12 @@ def load_from_file(path: str, func_name: str) -> FunctionSource:
 
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        with tokenize.open(file) as handle:  # the encoding Python would use: cookie, BOM
+            text = handle.read()
     except OSError as exc:
         raise FileNotFoundError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (SyntaxError, UnicodeDecodeError) as exc:  # a bad cookie, or undecodable bytes
+        raise AdcompileError(f"cannot read {path} as Python source: {exc}") from None
     filename = str(file)
     try:
         tree = ast.parse(text, filename=filename)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -218,3 +219,100 @@ def test_check_and_dump_follow_calls_in_the_same_file(tmp_path):
     for x in ("0.8", "-0.6"):
         result = run_cli("check", f"{target}:uses_helper", "--at", f"x={x}")
         assert result.returncode == 0, result.stdout + result.stderr
+
+
+# --- failures at the point, odd files and module targets: clean errors, never a traceback --------
+FAILING = """
+import math
+
+
+def loop(x, n):
+    s = 0.0
+    for i in range(n):
+        s = s + x ** i
+    return s
+
+
+def ratio(x, y):
+    return x / y
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("check", "loop", "--at", "x=0.5,n=4"), "leave it out with --wrt"),
+        (("check", "ratio", "--at", "x=1,y=0"), "ZeroDivisionError"),
+        (("explain", "loop", "--at", "x=0.5,n=4.0"), "TypeError"),
+    ],
+)
+def test_a_function_failing_at_the_point_is_an_error_not_a_crash(tmp_path, capsys, args, fragment):
+    target = tmp_path / "failing.py"
+    target.write_text(FAILING)
+    command, func, *rest = args
+    assert main([command, f"{target}:{func}", *rest]) == 1
+    err = capsys.readouterr().err
+    assert fragment in err and "internal error" not in err
+
+
+def test_the_point_names_each_parameter_once(capsys):
+    assert main(["check", "examples/seed.py:f", "--at", "x=1,y=2,z=3,x=4"]) == 2
+    assert "--at gives x twice" in capsys.readouterr().err
+    assert main(["check", "examples/seed.py:f", "--at", ""]) == 2
+
+
+def test_files_are_read_in_the_encoding_python_would_use(tmp_path, capsys):
+    cookie = tmp_path / "cookie.py"
+    cookie.write_bytes(b"# -*- coding: latin-1 -*-\n# caf\xe9\ndef f(x):\n    return x * x\n")
+    bom = tmp_path / "bom.py"
+    bom.write_bytes(b"\xef\xbb\xbfdef f(x):\n    return x * x\n")
+    for path in (cookie, bom):
+        assert main(["dump", f"{path}:f"]) == 0
+        assert "b_x = 2.0 * (b_f * x)" in capsys.readouterr().out
+    undecodable = tmp_path / "latin.py"
+    undecodable.write_bytes(b"# caf\xe9\ndef f(x):\n    return x * x\n")
+    assert main(["dump", f"{undecodable}:f"]) == 1
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_module_targets_import_from_the_current_directory(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    package = tmp_path / "clipkg_targets"
+    package.mkdir()
+    (package / "__init__.py").write_text("def f(x):\n    return x * x\n\n\nclass C:\n    pass\n")
+    (package / "broken.py").write_text("raise RuntimeError('boom at import')\n")
+    (package / "bad_syntax.py").write_text("def f(x):\n    return x +\n")
+    assert main(["dump", "clipkg_targets:f"]) == 0
+    assert "b_x = 2.0 * (b_f * x)" in capsys.readouterr().out
+    for target, status, fragment in [
+        ("clipkg_targets:C", 1, "is a type, not a function"),
+        ("clipkg_targets.broken:f", 1, "RuntimeError: boom at import"),
+        ("clipkg_targets.bad_syntax:f", 1, "bad_syntax.py:2:"),
+    ]:
+        assert main(["dump", target]) == status
+        err = capsys.readouterr().err
+        assert fragment in err and "internal error" not in err
+
+
+def test_rules_in_a_file_read_without_running_it_are_noted(tmp_path, capsys):
+    target = tmp_path / "with_rule.py"
+    target.write_text(
+        "from adcompile import derivative\n\n\ndef sq(x):\n    return x * x\n\n\n"
+        "@derivative(sq)\ndef sq_rule(x, result, g):\n    return g * 2.0 * x\n"
+    )
+    assert main(["dump", f"{target}:sq"]) == 0
+    assert "apply only when the module runs" in capsys.readouterr().err
+
+
+def test_a_closed_pipe_ends_the_output_quietly(tmp_path):
+    target = tmp_path / "long.py"
+    target.write_text("def f(x):\n    for i in range(30):\n        x = x * 0.999\n    return x\n")
+    command = [sys.executable, "-m", "adcompile", "explain", f"{target}:f", "--at", "x=1", "--all"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    process.stdout.close()  # before the command has imported adcompile, let alone written
+    status = process.wait(timeout=120)
+    with process.stderr:
+        assert process.stderr.read() == b""
+    assert status == 1
