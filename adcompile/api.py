@@ -23,6 +23,7 @@ from .lower import is_array_code, lower_function
 from .optimize import choose_passes, finish_array_code
 from .optimize import optimize as run_passes
 from .render import GeneratedFunction, external_arrays, load_module, render_module
+from .returned_arrays import separate_returned_arrays
 from .reverse import build_gradient
 from .source import FunctionSource, load_function
 
@@ -47,7 +48,9 @@ def resolve_wrt(params: list[str], wrt: Wrt, function_name: str) -> WrtChoice:
     if isinstance(wrt, int | str):
         return WrtChoice((_one_param(params, wrt, listing),), bare=True)
     if not isinstance(wrt, tuple | list):
-        raise TypeError(f"wrt must be an int, a name, or a tuple/list of them, not {wrt!r}")
+        raise TypeError(
+            f"wrt must be an int, a name, or a tuple/list of them, not {wrt!r}; {listing}"
+        )
     if not wrt:
         raise ValueError(f"wrt=() selects no parameter; {listing}")
     names = tuple(_one_param(params, item, listing) for item in wrt)
@@ -58,7 +61,7 @@ def resolve_wrt(params: list[str], wrt: Wrt, function_name: str) -> WrtChoice:
 
 def _one_param(params: list[str], item: object, listing: str) -> str:
     if isinstance(item, bool) or not isinstance(item, int | str):
-        raise TypeError(f"wrt entries must be parameter names or indices, not {item!r}")
+        raise TypeError(f"wrt entries must be parameter names or indices, not {item!r}; {listing}")
     if isinstance(item, int):
         if not -len(params) <= item < len(params):
             raise ValueError(f"wrt={item} is out of range; {listing}")
@@ -150,6 +153,12 @@ def generate(
     )
     if core.array_mode:
         statements = finish_array_code(statements, body.primal_of, core.numpy_alias)
+    if core.array_mode and mode == "reverse" and inner_kind != "jvp":
+        inputs = [*core.params, *body.extra_params]
+        grads = body.returns.elts[1] if inner_kind == "value_and_grad" else body.returns
+        statements = separate_returned_arrays(
+            statements, grads, inputs, core.helpers, core.numpy_alias
+        )
     stem = fs.name if fs.name.isidentifier() else "lambda"
     name = core.names.fresh(f"{stem}_{inner_kind}")
     purpose = _purpose(fs.name, choice, inner_kind, body.extra_params)

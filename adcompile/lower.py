@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from . import messages
+from .aliasing import SharedArrays, shared_name
 from .astutil import call, clone_located, load, walk
 from .calls import Binding, bind_arguments, check_cycle, relabel
 from .desugar import Desugar
@@ -133,17 +134,23 @@ def returns_in(body: list[ast.stmt]) -> list[ast.Return]:
     found, stack = [], list(body)
     while stack:
         stmt = stack.pop()
-        if isinstance(stmt, ast.Return):
+        if stmt.__class__ is ast.Return:
             found.append(stmt)
-        elif not isinstance(stmt, _NEW_SCOPES):
-            stack.extend(
-                s
-                for field in ("body", "orelse", "finalbody", "handlers")
-                for s in getattr(stmt, field, [])
-            )
+        elif stmt.__class__ in _COMPOUND:  # simple statements hold none: most are skipped
+            stack.extend(getattr(stmt, "body", []))
+            stack.extend(getattr(stmt, "orelse", []))
+            stack.extend(getattr(stmt, "finalbody", []))
             stack.extend(s for h in getattr(stmt, "handlers", []) for s in h.body)
             stack.extend(s for case in getattr(stmt, "cases", []) for s in case.body)
     return sorted(found, key=lambda r: (r.lineno, r.col_offset))
+
+
+# Statements holding other statements of the same function (nested defs are other scopes);
+# a set, as a class lookup costs less than isinstance against nine classes.
+_COMPOUND = frozenset(
+    {ast.If, ast.For, ast.While, ast.Try, ast.TryStar, ast.With, ast.AsyncFor, ast.AsyncWith}
+    | {ast.Match}
+)
 
 
 def _first_yield(body: list[ast.stmt]) -> ast.expr | None:
@@ -172,6 +179,8 @@ class Lowerer(ArrayLowering):
         self.locals: set[str] = set()
         self.first_bound: set[str] = set()
         self.loop_indices: set[str] = set()  # versions that hold a range loop's index (ints)
+        # Array code only: names that hold one array (aliasing.py); set in array mode.
+        self.shared: SharedArrays | None = None
         self.local_functions: dict[str, ast.FunctionDef | ast.Lambda] = {}
         self.closure: Lowerer | None = None  # the enclosing function of a nested def/lambda
         self.in_loop_test = False
@@ -197,6 +206,7 @@ class Lowerer(ArrayLowering):
             self.temporaries = parent.temporaries
             self.call_chain = [*parent.call_chain, fs]
             self.array_mode, self.numpy = parent.array_mode, parent.numpy
+            self.shared = SharedArrays() if parent.array_mode else None
             self.numpy_alias, self.tree_aliases = parent.numpy_alias, parent.tree_aliases
             self.leaf_names, self.leaves = parent.leaf_names, parent.leaves
             self.leaf_exprs, self.helpers = parent.leaf_exprs, parent.helpers
@@ -253,6 +263,7 @@ class Lowerer(ArrayLowering):
         import numpy  # only functions that name NumPy get here: it is imported already
 
         self.array_mode, self.numpy = True, numpy
+        self.shared = SharedArrays()
         user_np_is_numpy = "np" not in self.locals and self.fs.namespace.get("np") is numpy
         self.numpy_alias = "np" if user_np_is_numpy else self.names.fresh("np")
         self.tree_aliases.update({p: (p, ()) for p in params})
@@ -368,7 +379,10 @@ class Lowerer(ArrayLowering):
         value = ast.BinOp(left=read, op=stmt.op, right=stmt.value)
         for node in (read, value):
             ast.copy_location(node, stmt)
+        before = self.env.get(stmt.target.id)
         self._bind(stmt.target, value)
+        if self.shared is not None and before is not None:  # NumPy updates arrays in place
+            self.shared.updated(self.env, before, stmt.target.id, stmt)
 
     # ----- control flow ------------------------------------------------------------------
     def _stmt_If(self, stmt: ast.If) -> None:
@@ -440,6 +454,8 @@ class Lowerer(ArrayLowering):
             # that did not bind it yet read a defined name (as Python would never read it).
             source = Var(self.env[var]) if var in self.env else Const(None)
             entry.append(Copy(header, source, stmt.lineno))
+            if var in self.env:
+                self._share(header, self.env[var])
             self.env[var] = header
             headers.append(header)
         index_name = self._version(index) if index else None
@@ -518,13 +534,18 @@ class Lowerer(ArrayLowering):
             self.local_functions[target.id] = value
             return
         new = self._version(target.id)
+        shared = self.env.get(shared_name(value) or "") if self.array_mode else None
         self._lower_into(value, new)
         self.env[target.id] = new
+        if shared is not None:
+            self._share(new, shared)
 
     def _bind_atom(self, name: str, atom: Atom, line: int) -> None:
         new = self._version(name)
         self.block.append(Copy(new, atom, line))
         self.env[name] = new
+        if isinstance(atom, Var):
+            self._share(new, atom.name)
 
     def _unpack(self, target: ast.Tuple | ast.List, value: ast.expr) -> None:
         if not isinstance(value, _TUPLE_LIST):
@@ -539,8 +560,11 @@ class Lowerer(ArrayLowering):
         new_names = []
         for elt, expr in zip(target.elts, value.elts, strict=True):
             new = self._version(elt.id)
+            shared = self.env.get(shared_name(expr) or "") if self.array_mode else None
             self._lower_into(expr, new)
             new_names.append(new)
+            if shared is not None:
+                self._share(new, shared)
         for elt, new in zip(target.elts, new_names, strict=True):
             self.env[elt.id] = new
 
@@ -754,12 +778,8 @@ class Lowerer(ArrayLowering):
         if rule is None:
             self._inline(node, target, fs)
             return
-        if node.keywords:
-            raise self._error(UnsupportedSyntaxError, node.keywords[0], messages.CALL_KEYWORDS)
-        atoms = [self._atom(arg) for arg in node.args]
-        if len(atoms) != rule.arity:
-            message = messages.wrong_arity(fs.name, len(atoms), [rule.arity])
-            raise self._error(UnsupportedSyntaxError, node, message)
+        # Keywords and defaults bind as for a call without a rule: the rule gets every argument.
+        atoms = [self._argument_atom(b, node) for b in bind_arguments(node, fs, self.fs)]
         self._apply_user_rule(node, target, fs, atoms, rule)
 
     def _apply_user_rule(
@@ -875,6 +895,8 @@ class Lowerer(ArrayLowering):
         if node.id in self.locals:
             if node.id not in self.env:
                 raise self._error(UnsupportedSyntaxError, node, messages.unbound_local(node.id))
+            if self.shared is not None and self.shared.changed:  # an array changed in place
+                self._refuse_changed_array(node)
             return Var(self.env[node.id])
         if self.closure is not None and node.id in self.closure.locals:
             return self.closure._name_atom(node)  # a nested function reads its enclosing scope
@@ -887,6 +909,17 @@ class Lowerer(ArrayLowering):
             name = self._constant_name(node.id, value)
             return Global(ast.Name(id=name, ctx=ast.Load()), name)
         raise self._error(UnsupportedSyntaxError, node, messages.global_not_number(node.id, value))
+
+    def _share(self, new: str, existing: str) -> None:
+        if self.shared is not None:
+            self.shared.share(new, existing)
+
+    def _refuse_changed_array(self, node: ast.Name) -> None:
+        """Reading an array that an update through another name changed (aliasing.py)."""
+        update = self.shared.update_behind(self.env[node.id])
+        if update is not None:
+            message = messages.changed_in_place(node.id, *update)
+            raise self._error(UnsupportedSyntaxError, node, message)
 
     def _constant_name(self, name: str, value: object) -> str:
         """The module-level name of a constant; an inlined callee's may need renaming."""

@@ -270,6 +270,18 @@ def extra_arguments(name: str, params: tuple[str, ...], statics: tuple) -> str:
     return f"{name} takes ({', '.join(params)}{keywords}) here; other arguments are not supported"
 
 
+def changed_in_place(name: str, updated: str, stmt: ast.AugAssign) -> str:
+    """A read of an array that an augmented assignment to another name changed in place."""
+    target, rest = ast.Name(id=updated), ast.Constant(value=...)
+    update = ast.unparse(ast.AugAssign(target=target, op=stmt.op, value=rest))
+    rebinding = ast.unparse(ast.BinOp(left=target, op=stmt.op, right=rest))
+    return (
+        f"`{name}` holds the same NumPy array as `{updated}`, which `{update}` on line "
+        f"{stmt.lineno} changed in place; adcompile computes that update as a new array, so "
+        f"write `{updated} = {rebinding}` (which leaves `{name}` as it was)"
+    )
+
+
 CLIP_WITHOUT_BOUNDS = "np.clip needs a lower or an upper bound that is not None"
 
 

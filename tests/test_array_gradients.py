@@ -268,6 +268,97 @@ def test_clip_calls_that_cannot_be_differentiated_fail_at_decoration(
     assert str(caught.value).startswith(f"{fn.__code__.co_filename}:3:")
 
 
+# ----- in-place updates of a shared array ----------------------------------------------------
+SHARED_SOURCE = """
+import numpy as np
+
+
+def alias_then_read(x):
+    y = x
+    y += 1.0
+    return np.sum(x * y)
+
+
+def view_then_read(x):
+    v = x.T
+    v *= 2.0
+    return np.sum(x)
+
+
+def loop_entry_then_read(x):
+    y = x
+    for i in range(3):
+        y += 0.5
+    return np.sum(x * y)
+
+
+def alias_not_read_again(x, w):
+    total = np.sum(x * w)
+    kept = total
+    kept += np.sum(w**2)
+    return kept * 2.0
+"""
+
+
+def test_reading_an_array_another_name_updated_in_place_is_refused(tmp_path: Path) -> None:
+    from tests.helpers import module_from_source
+
+    module = module_from_source(tmp_path, SHARED_SOURCE)
+    for name, line, column, updated in [
+        ("alias_then_read", 8, 19, "y += ..."),
+        ("view_then_read", 14, 19, "v *= ..."),
+        ("loop_entry_then_read", 21, 19, "y += ..."),
+    ]:
+        with pytest.raises(UnsupportedSyntaxError, match=re.escape(updated)) as caught:
+            grad(getattr(module, name))
+        assert str(caught.value).startswith(f"{module.__file__}:{line}:{column}: ")
+    # an update through another name is fine when the first is not read again
+    fn = module.alias_not_read_again
+    x, w = np.array([0.5, -1.0, 2.0]), np.array([1.5, 0.25, -0.5])
+    check_gradient(fn, grad(fn, wrt=(0, 1)), (x, w), (0, 1))
+
+
+# ----- returned gradients are arrays of their own ----------------------------------------------
+OWN_ARRAYS_SOURCE = """
+import numpy as np
+
+
+def summed_inputs(x, y):
+    return np.sum(np.sin(x + y))
+
+
+def reshaped_and_added(x, y):
+    return np.sum(x.reshape(6) + y)
+
+
+def structured(params):
+    return np.sum(np.sin(params["a"] + params["b"]))
+"""
+
+
+def test_returned_gradients_never_share_an_array(tmp_path: Path) -> None:
+    from tests.helpers import module_from_source
+
+    module = module_from_source(tmp_path, OWN_ARRAYS_SOURCE)
+    cases = [
+        (module.summed_inputs, (np.linspace(-1.0, 1.0, 3), np.linspace(0.5, 2.0, 3))),
+        (module.reshaped_and_added, (np.linspace(-1.0, 1.0, 6).reshape(2, 3), np.ones(6))),
+    ]
+    for fn, args in cases:
+        gx, gy = check_gradient(fn, grad(fn, wrt=(0, 1)), args, (0, 1))
+        assert not np.shares_memory(gx, gy)
+    parts = grad(module.structured)({"a": np.zeros(3), "b": np.ones(3)})
+    assert not np.shares_memory(parts["a"], parts["b"])
+    assert np.allclose(parts["a"], np.cos(1.0)) and np.allclose(parts["b"], np.cos(1.0))
+
+
+def test_gradients_made_as_new_arrays_are_not_copied() -> None:
+    mlp = next(case for case in CASES if case.name == "mlp_tanh_loss")
+    least_squares = next(case for case in CASES if case.name == "least_squares")
+    for case in (mlp, least_squares):
+        assert "np.copy" not in grad(case.fn, wrt=case.wrt).source
+
+
 # ----- errors at decoration time ------------------------------------------------------------
 ERRORS = [
     ("return np.sum(np.argmax(x) * x)", "np.argmax", NoDerivativeError, "np.argmax"),

@@ -333,6 +333,7 @@ for _primal, _domain in (
     (np.log10, POSITIVE),
     (np.sqrt, POSITIVE),
     (np.square, ANY),
+    (np.copy, ANY),
     (np.reciprocal, NONZERO),
     (np.abs, signed(0.2, 2.0)),
     # Piecewise constant (adjoint None): away from the jumps, the derivative is 0.
@@ -1014,7 +1015,7 @@ def is_elementwise(rule: Rule) -> bool:
     """True for the rules the SymPy check covers: differentiable elementwise functions."""
     if len(rule.nondifferentiable_args) == rule.arity:
         return False  # piecewise constant (floor, sign...): the finite differences check them
-    if rule.primal in (np.where, np.clip) or rule.primal in SCALAR_OPERATORS:
+    if rule.primal in (np.where, np.clip, np.copy) or rule.primal in SCALAR_OPERATORS:
         return True
     return isinstance(rule.primal, np.ufunc) and rule.primal is not np.matmul
 
@@ -1067,6 +1068,7 @@ def sympy_table() -> dict[object, tuple[Callable[..., Any], Callable[..., tuple[
             table[rule.primal] = (counterpart, twin_sampler(twin, rule.arity))
     table[np.arctan2] = (sp.atan2, lambda rng, k: (rng.uniform(-2, 2), rng.uniform(0.3, 2)))
     table[np.square] = (lambda x: x**2, sampler(-2.0, 2.0))
+    table[np.copy] = (lambda x: x, sampler(-2.0, 2.0))
     table[np.reciprocal] = (lambda x: 1 / x, sampler(0.3, 2.0, nonzero=True))
     table[np.abs] = (sp.Abs, sampler(0.1, 2.0, nonzero=True))
     table[np.maximum] = (sp.Max, _maximum_arguments)

@@ -331,7 +331,7 @@ def test_run_time_failure_is_one_line_and_exit_1(tmp_path, capsys):
     assert main(["explain", f"{path}:f", "--at", "x=-1"]) == 1
     err = capsys.readouterr().err
     assert err == (
-        "adcompile: error: math domain error at x=-1, "
+        "adcompile: error: ValueError: math domain error at x=-1, "
         "in line 5 of bad.py: return math.log(x) (forward sweep)\n"
     )
 

@@ -112,3 +112,38 @@ def test_rule_without_source_text_is_rejected_with_an_adcompile_error(module):
     with rule_scope() as rules, pytest.raises(AdcompileError, match="cannot read the source"):
         derivative(module.softplus)(namespace["typed_in"])
     assert rules.lookup(module.softplus, 1) is None
+
+
+DEFAULTS_SOURCE = """
+from adcompile import derivative
+
+
+def scaled(x, k=3.0):
+    return k * x * x
+
+
+@derivative(scaled)
+def scaled_rule(x, k, result, g):
+    return g * 2.0 * k * x, g * x * x
+
+
+def uses_default(x):
+    return scaled(x)
+
+
+def uses_keywords(x, y):
+    return scaled(k=y, x=x)
+"""
+
+
+def test_a_rule_gets_the_defaults_and_keywords_of_the_call(tmp_path):
+    import sympy as sp
+
+    from tests.helpers import module_from_source
+
+    module = module_from_source(tmp_path, DEFAULTS_SOURCE)
+    x, y = sp.symbols("x y")
+    expected_default = float(sp.diff(3 * x * x, x).subs(x, 1.5))
+    expected_keywords = [float(sp.diff(y * x * x, v).subs({x: 1.5, y: 0.5})) for v in (x, y)]
+    assert grad(module.uses_default)(1.5) == pytest.approx(expected_default, rel=1e-12)
+    assert grad(module.uses_keywords)(1.5, 0.5) == pytest.approx(expected_keywords, rel=1e-12)

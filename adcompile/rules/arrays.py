@@ -64,6 +64,11 @@ def pos(a, result, g):
     return g
 
 
+@array_rule(np.copy)
+def copy(a, result, g):
+    return g
+
+
 @array_rule(operator.pow)
 def power(a, b, result, g):
     # d(a**b)/da is 0 where b == 0: the exponent b - 1 becomes 0 there (`b != 0` is 0), so
@@ -389,7 +394,7 @@ for _constant_piece in (np.ceil, np.trunc, np.rint, np.round, np.sign):
 # Elementwise primitives: the result has the broadcast shape of the operands.
 ELEMENTWISE = frozenset(
     {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow}
-    | {operator.neg, operator.pos}
+    | {operator.neg, operator.pos, np.copy}
     | {np.add, np.subtract, np.multiply, np.divide, np.negative, np.power}
     | {np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan, np.arctan2}
     | {np.sinh, np.cosh, np.tanh, np.exp, np.expm1, np.log, np.log1p, np.log2, np.log10}
