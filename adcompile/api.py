@@ -302,6 +302,13 @@ def compile_transform(
     optimize: Optimize = True,
 ) -> Callable[..., Any]:
     """Generate, load and label one transform of ``fn`` (see ``generate``)."""
+    composite = getattr(fn, "adcompile_composite", None)
+    if composite is not None:  # a Python closure calling generated code: no source to read
+        raise TypeError(
+            f"the function adcompile.{composite} returns calls generated code at run time and "
+            "cannot be compiled again; build higher derivatives from grad instead, e.g. "
+            "grad(grad(grad(f))), jacobian(grad(grad(f))) or hessian(grad(f))"
+        )
     fn = _differentiable_version(fn)
     with _collector_paused():
         generated = generate(load_function(fn), kind, wrt, mode, optimize)

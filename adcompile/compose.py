@@ -131,6 +131,7 @@ def jacobian(fn: Callable[..., Any], wrt: Wrt = None, mode: str = "reverse") -> 
 
     jacobian_of.__name__ = f"{getattr(fn, '__name__', 'function')}_jacobian"
     jacobian_of.source = generated.source
+    jacobian_of.adcompile_composite = "jacobian"
     jacobian_of.__wrapped__ = fn
     return jacobian_of
 
@@ -217,6 +218,7 @@ def hessian(fn: Callable[..., Any], wrt: Wrt = None) -> Callable[..., Any]:
     else:
         second = jacobian(gradient, wrt=wrt, mode="forward")
     second.__name__ = f"{getattr(fn, '__name__', 'function')}_hessian"
+    second.adcompile_composite = "hessian"
     second.__wrapped__ = fn
     return second
 

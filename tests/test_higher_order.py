@@ -381,3 +381,14 @@ def test_transforms_fill_in_defaults_the_call_leaves_out(tmp_path) -> None:
     assert vjp(cubic, 2.0)[1](1.0) == pytest.approx((gradient[0],), rel=1e-12)
     with pytest.raises(TypeError, match="missing required positional argument"):
         jacobian(cubic)()
+
+
+def test_results_of_hessian_and_jacobian_say_how_to_go_higher(tmp_path) -> None:
+    from tests.helpers import module_from_source
+
+    module = module_from_source(tmp_path, "def quartic(x):\n    return x**4\n")
+    for transform in (hessian, jacobian):
+        with pytest.raises(TypeError, match=r"build higher derivatives from grad"):
+            grad(transform(module.quartic))
+    third = grad(grad(grad(module.quartic)))(2.0)
+    assert third == pytest.approx(float(sp.diff(sp.Symbol("x") ** 4, "x", 3).subs("x", 2)))
