@@ -1000,6 +1000,9 @@ class Lowerer(ArrayLowering):
     def _callee(self, func: ast.expr) -> tuple[object, ast.expr]:
         """Resolve a called expression to the object it names and how generated code names it."""
         if isinstance(func, ast.Attribute):
+            user_function = self._user_module_function(func)
+            if user_function is not None:  # inlined: generated code never names it
+                return user_function, func
             return self._resolve_attribute(func)
         if not isinstance(func, ast.Name):
             raise self._error(UnsupportedSyntaxError, func, messages.COMPLEX_CALLEE)
@@ -1010,6 +1013,20 @@ class Lowerer(ArrayLowering):
         if helper:  # generated array code differentiated again: its helpers are primitives
             return canonical_helper(helper), ast.Name(id=self._helper_alias(helper), ctx=ast.Load())
         return value, self._canonical_callee(value, func)
+
+    def _user_module_function(self, func: ast.Attribute) -> types.FunctionType | None:
+        """``helpers.scaled`` in ``import helpers``: a Python function of the user's own
+        module, called (and inlined) as ``from helpers import scaled`` would be."""
+        base = func.value
+        if not isinstance(base, ast.Name) or base.id in self.locals:
+            return None
+        module = self.fs.namespace.get(base.id)
+        if not isinstance(module, types.ModuleType) or is_numpy(module):
+            return None
+        if any(module is known for known in RENDERABLE_MODULES.values()):
+            return None
+        value = getattr(module, func.attr, None)
+        return value if isinstance(value, types.FunctionType) else None
 
     def _canonical_callee(self, value: object, node: ast.Name) -> ast.expr:
         # `from math import sin` and `import math as m` both become `math.sin`.

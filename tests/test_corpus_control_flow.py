@@ -56,7 +56,7 @@ from tests.corpus.control_flow import (
     sine_map_100,
 )
 from tests.corpus.straight_line import CORPUS as STRAIGHT_LINE
-from tests.helpers import function_from_source
+from tests.helpers import function_from_source, module_from_source
 
 Entry = tuple[Callable[..., Any], list[dict[str, Any]], Any]
 
@@ -442,3 +442,19 @@ def test_reduction_inside_a_loop_and_a_branch_leaves_nothing_unbound(tmp_path: P
     for n in (0, 1, 4):
         for x in (0.7, -0.4):
             assert_grad_matches_mp(fn, [{"x": x, "n": n}], "x")
+
+
+def test_a_helper_called_through_its_module_is_inlined(tmp_path, monkeypatch) -> None:
+    """``import helpers; helpers.gaussian(x)`` as ``from helpers import gaussian`` would be."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "qualified_helpers.py").write_text(
+        "import math\n\n\ndef bump(x, s=2.0):\n    return math.exp(-x * x / s)\n"
+    )
+    module = module_from_source(
+        tmp_path,
+        "import qualified_helpers\n\n\ndef f(x, y):\n"
+        "    return qualified_helpers.bump(x) * y + qualified_helpers.bump(y, s=0.5)\n",
+    )
+    code = [line for line in grad(module.f).source.splitlines() if "#" not in line]
+    assert not any("qualified_helpers" in line for line in code)  # inlined, not called
+    assert_grad_matches_mp(module.f, [{"x": 0.3, "y": -0.7}, {"x": 1.2, "y": 0.4}], None)
