@@ -81,8 +81,12 @@ class IterationRewriter:
         kind = self._iteration_kind(iterator)
         if kind == "enumerate":
             index_element, value_element = self._elements(target, 2)
-            index_target, value_targets = self._single(index_element), [value_element]
-            sequences = [iterator.args[0]]
+            index_target, inner = self._single(index_element), iterator.args[0]
+            if self._iteration_kind(inner) == "zip":  # enumerate(zip(a, b)): i, (x, y)
+                value_targets = self._elements(value_element, len(inner.args))
+                sequences = list(inner.args)
+            else:
+                value_targets, sequences = [value_element], [inner]
         elif kind == "zip":
             index_target, value_targets = None, self._elements(target, len(iterator.args))
             sequences = list(iterator.args)

@@ -1165,6 +1165,13 @@ def enumerate_weights(x, w):
     return s
 
 
+def enumerate_zipped(x, ws, cs):
+    s = 0.0
+    for i, (wi, ci) in enumerate(zip(ws, cs)):
+        s = s + wi * x**i + ci * x
+    return s
+
+
 def zip_pairs(x, ws, cs):
     s = 0.0
     for wi, ci in zip(ws, cs):
@@ -1283,6 +1290,15 @@ ITERATION_FORMS = [
     (
         enumerate_weights,
         [{"x": 0.5, "w": (1.0, -2.0, 0.5)}, {"x": -1.2, "w": (0.3, 0.3)}, {"x": 1.7, "w": (2.0,)}],
+        "x",
+    ),
+    (
+        enumerate_zipped,
+        [
+            {"x": 0.5, "ws": (1.0, -2.0), "cs": (0.5, 1.5)},
+            {"x": -1.2, "ws": (0.3, 0.3, 1.0), "cs": (1.0, 2.0)},
+            {"x": 1.7, "ws": (2.0,), "cs": (0.7,)},
+        ],
         "x",
     ),
     (
