@@ -900,6 +900,8 @@ class Lowerer(ArrayLowering):
             return Var(self.env[node.id])
         if self.closure is not None and node.id in self.closure.locals:
             return self.closure._name_atom(node)  # a nested function reads its enclosing scope
+        if node.id in self.local_functions:
+            raise self._error(UnsupportedSyntaxError, node, messages.function_value(node.id))
         value = self._resolve_global(node)
         if (
             isinstance(value, _NUMBER_TYPES)

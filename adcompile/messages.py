@@ -270,6 +270,14 @@ def extra_arguments(name: str, params: tuple[str, ...], statics: tuple) -> str:
     return f"{name} takes ({', '.join(params)}{keywords}) here; other arguments are not supported"
 
 
+def function_value(name: str) -> str:
+    """A local function used as a value (returned, stored) rather than called."""
+    return (
+        f"`{name}` is a function here, not a number: local functions can only be called "
+        f"(`{name}(...)`); the result to differentiate must be a number"
+    )
+
+
 def changed_in_place(name: str, updated: str, stmt: ast.AugAssign) -> str:
     """A read of an array that an augmented assignment to another name changed in place."""
     target, rest = ast.Name(id=updated), ast.Constant(value=...)

@@ -75,6 +75,7 @@ CASES = [
     # A bare early return used to compile, and the gradient was a silent 0.0.
     ("if x > 0:\n    return\nreturn x", "return\n", U, "`return` needs a value"),
     ("z = x\nyield z", "yield", U, "makes a generator"),
+    ("def h(a):\n    return a * x\nreturn h", "h\n", U, "is a function here, not a number"),
 ]
 
 
