@@ -1020,15 +1020,15 @@ class Lowerer(ArrayLowering):
         """``helpers.scaled`` in ``import helpers``: a Python function of the user's own
         module, called (and inlined) as ``from helpers import scaled`` would be."""
         base = func.value
-        if not isinstance(base, ast.Name) or base.id in self.locals:
+        if base.__class__ is not ast.Name or base.id in self.locals:
             return None
         module = self.fs.namespace.get(base.id)
-        if not isinstance(module, types.ModuleType) or is_numpy(module):
+        if module.__class__ is not types.ModuleType:
             return None
-        if any(module is known for known in RENDERABLE_MODULES.values()):
+        value = getattr(module, func.attr, None)  # math.sin is a builtin: the usual case
+        if value.__class__ is not types.FunctionType or is_numpy(module):
             return None
-        value = getattr(module, func.attr, None)
-        return value if isinstance(value, types.FunctionType) else None
+        return None if any(module is m for m in RENDERABLE_MODULES.values()) else value
 
     def _canonical_callee(self, value: object, node: ast.Name) -> ast.expr:
         # `from math import sin` and `import math as m` both become `math.sin`.
