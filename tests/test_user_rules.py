@@ -109,7 +109,9 @@ def test_rule_reading_other_names_is_rejected(module):
 def test_rule_without_source_text_is_rejected_with_an_adcompile_error(module):
     namespace: dict[str, object] = {}
     exec("def typed_in(x, result, g):\n    return g * result\n", namespace)
-    with rule_scope() as rules, pytest.raises(AdcompileError, match="cannot read the source"):
+    # 3.13 keeps lines of exec'd strings (of the wrong code), so it cannot find the def
+    refused = "cannot (read the source|find the definition) of typed_in"
+    with rule_scope() as rules, pytest.raises(AdcompileError, match=refused):
         derivative(module.softplus)(namespace["typed_in"])
     assert rules.lookup(module.softplus, 1) is None
 
