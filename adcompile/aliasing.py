@@ -1,13 +1,19 @@
-"""In-place updates of NumPy arrays that another name shares, which generated code cannot follow.
+"""In-place updates of NumPy arrays that may be shared, which generated code cannot follow.
 
 In NumPy, ``y = x; y += 1.0`` changes the one array both names hold, so ``x`` reads the new
-values afterwards. Generated code computes every assignment as a new value (``y_1 = y + 1.0``)
-and leaves ``x`` as it was. Rather than differ silently, the compiler refuses to read ``x``
-after such an update. Names share an array through plain assignment (``y = x``), unpacking,
-a loop's entry, or a view (``x.T``, ``x[i]``, ``x.reshape(...)``).
+values afterwards; so do ``q = params["a"]; q *= 2.0`` and ``y = np.asarray(x)``. Generated
+code computes every assignment as a new value (``y_1 = y + 1.0``) and leaves ``x`` as it was.
+Rather than differ silently, array code may update in place (``y op= ...``) only a name that
+surely owns its value:
 
-Only the lowered function itself is tracked (a helper that updates its parameter in place is
-not), and only in array code: Python numbers cannot be changed in place.
+- a new array this function made (arithmetic, or a NumPy function that is not a view such as
+  ``np.reshape`` or ``np.asarray``), or a number (a literal, or a reduction of a whole array);
+- a parameter under its own name (NumPy would change the caller's array, which the gradient
+  does not; the function's own values are the same).
+
+Anything else (a plain copy ``y = x``, ``x[i]``, ``x.T``, ``params["a"]``, unpacked items, a
+branch that may give either) is refused at compile time with a message saying to write
+``y = y + ...``. Python numbers cannot be changed in place, so scalar code is not checked.
 """
 
 from __future__ import annotations
@@ -15,47 +21,98 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-# Methods and NumPy functions whose result may be a view of their first argument.
-VIEWS = frozenset({"reshape", "transpose", "ravel", "squeeze", "swapaxes", "view"})
+# NumPy functions and methods whose result may be their first argument or a view of it.
+SHARING = frozenset(
+    {"reshape", "transpose", "ravel", "squeeze", "swapaxes", "view", "asarray", "asanyarray"}
+    | {"expand_dims", "broadcast_to", "atleast_1d", "atleast_2d", "moveaxis", "diagonal"}
+)
+# Reductions that give a number when they take the whole array (no axis, no keepdims).
+_WHOLE_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "var", "std", "norm"})
+
+
+def owns_value(value: ast.expr) -> bool:
+    """True if ``value`` is surely a new array, or a number: never another name's array."""
+    if isinstance(value, ast.Constant | ast.BinOp | ast.UnaryOp | ast.Compare):
+        return True
+    if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Attribute):
+        return False
+    owner, name = value.func.value, value.func.attr
+    if name in SHARING or not isinstance(owner, ast.Name | ast.Attribute):
+        return False
+    # np.f(...) makes a new array; x.f(...) only for the whole-array reductions (x.sum())
+    return _is_numpy(owner) or (name in _WHOLE_REDUCTIONS and not value.args)
+
+
+def is_number(value: ast.expr) -> bool:
+    """A literal, or a reduction of a whole array (``np.sum(x)``, ``x.mean()``): a number."""
+    if isinstance(value, ast.Constant):
+        return True
+    if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Attribute):
+        return False
+    owner, name = value.func.value, value.func.attr
+    if name not in _WHOLE_REDUCTIONS or value.keywords:
+        return False
+    return len(value.args) == 1 if _is_numpy(owner) else not value.args
 
 
 def shared_name(value: ast.expr) -> str | None:
     """The name whose array ``value`` may be, or view: ``x``, ``x.T``, ``x[0]``,
-    ``x.reshape(2, 3)`` or ``np.reshape(x, ...)``; None for anything that makes a new array."""
+    ``x.reshape(2, 3)``, ``np.asarray(x)``; None for anything else."""
     if isinstance(value, ast.Name):
         return value.id
-    if isinstance(value, ast.Attribute) and value.attr == "T":
-        return shared_name(value.value)
-    if isinstance(value, ast.Subscript):
+    if isinstance(value, ast.Attribute | ast.Subscript):
         return shared_name(value.value)
     func = value.func if isinstance(value, ast.Call) else None
-    if isinstance(func, ast.Attribute) and func.attr in VIEWS:
-        owner = func.value  # x.reshape(...) or np.reshape(x, ...)
-        if isinstance(owner, ast.Name) and value.args and owner.id in ("np", "numpy"):
+    if isinstance(func, ast.Attribute) and func.attr in SHARING:
+        if _is_numpy(func.value) and value.args:  # np.reshape(x, ...)
             return shared_name(value.args[0])
-        return shared_name(owner)
+        return shared_name(func.value)  # x.reshape(...)
     return None
 
 
+def _is_numpy(node: ast.expr) -> bool:
+    while isinstance(node, ast.Attribute):  # np.linalg.norm
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in ("np", "numpy")
+
+
 @dataclass
-class SharedArrays:
-    """Which versions of the user's names may hold one array, and which an update changed."""
+class OwnedArrays:
+    """For each version of the user's names, the array it holds (named by the version that
+    made it, its root) and whether that array is this function's own (see the docstring)."""
 
-    roots: dict[str, str] = field(default_factory=dict)  # version -> the version it shares
-    changed: dict[str, tuple[str, ast.AugAssign]] = field(default_factory=dict)
+    params: frozenset[str]
+    roots: dict[str, str] = field(default_factory=dict)
+    own: set[str] = field(default_factory=set)  # roots: new arrays made here, or numbers
+    numbers: set[str] = field(default_factory=set)  # roots that are numbers
+    shared: set[str] = field(default_factory=set)  # roots held by two names or more
 
-    def share(self, new: str, existing: str) -> None:
-        """``new`` holds the array of ``existing`` (or a view of it)."""
-        self.roots[new] = self.roots.get(existing, existing)
+    def root(self, version: str) -> str:
+        """The version whose array ``version`` holds."""
+        return self.roots.get(version, version)
 
-    def updated(self, env: dict[str, str], before: str, name: str, stmt: ast.AugAssign) -> None:
-        """``name op= ...`` changed the array of version ``before``: every other name
-        holding it now reads a changed array."""
-        root = self.roots.get(before, before)
-        for other, version in env.items():
-            if other != name and self.roots.get(version, version) == root:
-                self.changed[version] = (name, stmt)
+    def bound(self, version: str, value: ast.expr, existing: str | None) -> None:
+        """``version = value``; ``existing`` is the version of the name ``value`` may share."""
+        if existing is not None and not owns_value(value):
+            root = self.root(existing)
+            self.roots[version] = root
+            if root not in self.numbers:
+                self.shared.add(root)
+            return
+        if owns_value(value):
+            self.own.add(version)
+            if is_number(value):
+                self.numbers.add(version)
 
-    def update_behind(self, version: str) -> tuple[str, ast.AugAssign] | None:
-        """The in-place update that changed the array ``version`` holds, if any."""
-        return self.changed.get(version)
+    def carried(self, header: str, source: str) -> None:
+        """A loop's header starts as ``source``: the same variable, so the same array."""
+        self.roots[header] = self.root(source)
+
+    def refusal(self, version: str) -> bool:
+        """True if updating ``version`` in place could change another name's array."""
+        root = self.root(version)
+        if root in self.numbers:
+            return False
+        if root in self.shared:
+            return True
+        return not (root in self.own or (root == version and version in self.params))

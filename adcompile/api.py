@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .astutil import names_in, stored_names
 from .floats import NO_FACTS, FloatFacts
 from .forward import build_forward_gradient, build_jvp
 from .ir import CoreFunction, If, Loop, Stmt
@@ -152,7 +153,8 @@ def generate(
         facts=_float_facts(core, body, passes),
     )
     if core.array_mode:
-        statements = finish_array_code(statements, body.primal_of, core.numpy_alias)
+        primal_of = _still_defined(body.primal_of, statements, body.temporaries)
+        statements = finish_array_code(statements, primal_of, core.numpy_alias)
     if core.array_mode and mode == "reverse" and inner_kind != "jvp":
         inputs = [*core.params, *body.extra_params]
         grads = body.returns.elts[1] if inner_kind == "value_and_grad" else body.returns
@@ -172,6 +174,19 @@ def generate(
     n_outputs = None if core.outputs is None else len(core.outputs)
     arrays = external_arrays(functions)
     return Generated(text, name, _has_loops(core.body), n_outputs, arrays, dict(core.helpers))
+
+
+def _still_defined(
+    primal_of: dict[str, ast.expr], statements: list[ast.stmt], temporaries: set[str]
+) -> dict[str, ast.expr]:
+    """The primal values a zero adjoint may take its shape from: not temporaries that the
+    optimisation passes folded away (those zero adjoints stay ``0.0``)."""
+    stored = {name for stmt in statements for name in stored_names(stmt)}
+    return {
+        adjoint: value
+        for adjoint, value in primal_of.items()
+        if all(n in stored or n not in temporaries for n in names_in(value))
+    }
 
 
 def _float_facts(core: CoreFunction, body: _Body, passes: tuple[str, ...]) -> FloatFacts:

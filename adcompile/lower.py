@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from . import messages
-from .aliasing import SharedArrays, shared_name
+from .aliasing import OwnedArrays, shared_name
 from .astutil import call, clone_located, load, walk
 from .calls import Binding, bind_arguments, check_cycle, relabel
 from .desugar import Desugar
@@ -180,7 +180,7 @@ class Lowerer(ArrayLowering):
         self.first_bound: set[str] = set()
         self.loop_indices: set[str] = set()  # versions that hold a range loop's index (ints)
         # Array code only: names that hold one array (aliasing.py); set in array mode.
-        self.shared: SharedArrays | None = None
+        self.shared: OwnedArrays | None = None
         self.local_functions: dict[str, ast.FunctionDef | ast.Lambda] = {}
         self.closure: Lowerer | None = None  # the enclosing function of a nested def/lambda
         self.in_loop_test = False
@@ -206,7 +206,7 @@ class Lowerer(ArrayLowering):
             self.temporaries = parent.temporaries
             self.call_chain = [*parent.call_chain, fs]
             self.array_mode, self.numpy = parent.array_mode, parent.numpy
-            self.shared = SharedArrays() if parent.array_mode else None
+            self.shared = OwnedArrays(frozenset()) if parent.array_mode else None
             self.numpy_alias, self.tree_aliases = parent.numpy_alias, parent.tree_aliases
             self.leaf_names, self.leaves = parent.leaf_names, parent.leaves
             self.leaf_exprs, self.helpers = parent.leaf_exprs, parent.helpers
@@ -263,7 +263,7 @@ class Lowerer(ArrayLowering):
         import numpy  # only functions that name NumPy get here: it is imported already
 
         self.array_mode, self.numpy = True, numpy
-        self.shared = SharedArrays()
+        self.shared = OwnedArrays(frozenset(params))
         user_np_is_numpy = "np" not in self.locals and self.fs.namespace.get("np") is numpy
         self.numpy_alias = "np" if user_np_is_numpy else self.names.fresh("np")
         self.tree_aliases.update({p: (p, ()) for p in params})
@@ -380,9 +380,10 @@ class Lowerer(ArrayLowering):
         for node in (read, value):
             ast.copy_location(node, stmt)
         before = self.env.get(stmt.target.id)
+        if self.shared is not None and before is not None and self.shared.refusal(before):
+            message = messages.changed_in_place(stmt.target.id, stmt)
+            raise self._error(UnsupportedSyntaxError, stmt.target, message)
         self._bind(stmt.target, value)
-        if self.shared is not None and before is not None:  # NumPy updates arrays in place
-            self.shared.updated(self.env, before, stmt.target.id, stmt)
 
     # ----- control flow ------------------------------------------------------------------
     def _stmt_If(self, stmt: ast.If) -> None:
@@ -446,7 +447,12 @@ class Lowerer(ArrayLowering):
 
     def _loop(self, stmt: ast.For | ast.While, index: str | None, bounds: list[Atom]) -> None:
         body_stmts, exit_test = _split_exit_test(stmt.body)
-        carried = sorted(assigned_names(stmt.body) - ({index} if index else set()))
+        before = self.env.get(index) if index else None
+        # A body that rebinds the index (`i = i + x`) makes it a carried variable too: its
+        # header holds what the last iteration left (or the old value), the index itself
+        # only what `for` assigns.
+        rebinds = index is not None and index in assigned_names(stmt.body)
+        carried = sorted(assigned_names(stmt.body) - ({index} if index and not rebinds else set()))
         entry, headers = [], []
         for var in carried:
             header = self.names.fresh(var)
@@ -454,20 +460,20 @@ class Lowerer(ArrayLowering):
             # that did not bind it yet read a defined name (as Python would never read it).
             source = Var(self.env[var]) if var in self.env else Const(None)
             entry.append(Copy(header, source, stmt.lineno))
-            if var in self.env:
-                self._share(header, self.env[var])
+            if var in self.env and self.shared is not None:
+                self.shared.carried(header, self.env[var])
             self.env[var] = header
             headers.append(header)
         index_name = self._version(index) if index else None
-        old_value = None  # the loop variable's value before the loop, if it may vary
+        old_value: Atom | None = None  # the loop variable before the loop, if a merge needs it
         if index:
-            before = self.env.get(index)
-            if before is None or before in self.loop_indices:
+            kept: Atom = Var(before) if before else Const(None)
+            if before is None or before in self.loop_indices or rebinds:
                 # After zero iterations the loop variable keeps its previous value (or none);
-                # that value has no derivative, so a copy before the loop says it all.
-                entry.append(Copy(index_name, Var(before) if before else Const(None), stmt.lineno))
+                # with no derivative in it (or a header for it), a copy before the loop does.
+                entry.append(Copy(index_name, kept, stmt.lineno))
             else:
-                old_value = before
+                old_value = kept
             self.env[index] = index_name
             self.loop_indices.add(index_name)
         test, reads = None, frozenset()
@@ -506,12 +512,12 @@ class Lowerer(ArrayLowering):
         self.block.append(Opaque(ran, test, reads, line))
         return ran
 
-    def _index_after_loop(self, index: str, ran: str, old_value: str, line: int) -> None:
+    def _index_after_loop(self, index: str, ran: str, old_value: Atom, line: int) -> None:
         """After ``for i in range(...)``, ``i`` is the last index (no derivative) or, if the
         loop ran zero times, the value it had (whose derivative then flows on): a merge."""
         merged = self.names.fresh(index)
         last = [Copy(merged, Var(self.env[index]), line)]
-        self.block.append(If(ran, last, [Copy(merged, Var(old_value), line)], line))
+        self.block.append(If(ran, last, [Copy(merged, old_value, line)], line))
         self.env[index] = merged
 
     def _check_name_target(self, target: ast.expr) -> None:
@@ -534,18 +540,18 @@ class Lowerer(ArrayLowering):
             self.local_functions[target.id] = value
             return
         new = self._version(target.id)
-        shared = self.env.get(shared_name(value) or "") if self.array_mode else None
+        shared = self.env.get(shared_name(value) or "")
         self._lower_into(value, new)
         self.env[target.id] = new
-        if shared is not None:
-            self._share(new, shared)
+        if self.shared is not None:
+            self.shared.bound(new, value, shared)
 
     def _bind_atom(self, name: str, atom: Atom, line: int) -> None:
         new = self._version(name)
         self.block.append(Copy(new, atom, line))
         self.env[name] = new
-        if isinstance(atom, Var):
-            self._share(new, atom.name)
+        if isinstance(atom, Var) and self.shared is not None:
+            self.shared.bound(new, ast.Name(id=name), atom.name)
 
     def _unpack(self, target: ast.Tuple | ast.List, value: ast.expr) -> None:
         if not isinstance(value, _TUPLE_LIST):
@@ -560,11 +566,11 @@ class Lowerer(ArrayLowering):
         new_names = []
         for elt, expr in zip(target.elts, value.elts, strict=True):
             new = self._version(elt.id)
-            shared = self.env.get(shared_name(expr) or "") if self.array_mode else None
+            shared = self.env.get(shared_name(expr) or "")
             self._lower_into(expr, new)
             new_names.append(new)
-            if shared is not None:
-                self._share(new, shared)
+            if self.shared is not None:
+                self.shared.bound(new, expr, shared)
         for elt, new in zip(target.elts, new_names, strict=True):
             self.env[elt.id] = new
 
@@ -895,8 +901,6 @@ class Lowerer(ArrayLowering):
         if node.id in self.locals:
             if node.id not in self.env:
                 raise self._error(UnsupportedSyntaxError, node, messages.unbound_local(node.id))
-            if self.shared is not None and self.shared.changed:  # an array changed in place
-                self._refuse_changed_array(node)
             return Var(self.env[node.id])
         if self.closure is not None and node.id in self.closure.locals:
             return self.closure._name_atom(node)  # a nested function reads its enclosing scope
@@ -911,17 +915,6 @@ class Lowerer(ArrayLowering):
             name = self._constant_name(node.id, value)
             return Global(ast.Name(id=name, ctx=ast.Load()), name)
         raise self._error(UnsupportedSyntaxError, node, messages.global_not_number(node.id, value))
-
-    def _share(self, new: str, existing: str) -> None:
-        if self.shared is not None:
-            self.shared.share(new, existing)
-
-    def _refuse_changed_array(self, node: ast.Name) -> None:
-        """Reading an array that an update through another name changed (aliasing.py)."""
-        update = self.shared.update_behind(self.env[node.id])
-        if update is not None:
-            message = messages.changed_in_place(node.id, *update)
-            raise self._error(UnsupportedSyntaxError, node, message)
 
     def _constant_name(self, name: str, value: object) -> str:
         """The module-level name of a constant; an inlined callee's may need renaming."""

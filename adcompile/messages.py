@@ -278,15 +278,15 @@ def function_value(name: str) -> str:
     )
 
 
-def changed_in_place(name: str, updated: str, stmt: ast.AugAssign) -> str:
-    """A read of an array that an augmented assignment to another name changed in place."""
-    target, rest = ast.Name(id=updated), ast.Constant(value=...)
+def changed_in_place(name: str, stmt: ast.AugAssign) -> str:
+    """An augmented assignment to an array that another name may hold too."""
+    target, rest = ast.Name(id=name), ast.Constant(value=...)
     update = ast.unparse(ast.AugAssign(target=target, op=stmt.op, value=rest))
     rebinding = ast.unparse(ast.BinOp(left=target, op=stmt.op, right=rest))
     return (
-        f"`{name}` holds the same NumPy array as `{updated}`, which `{update}` on line "
-        f"{stmt.lineno} changed in place; adcompile computes that update as a new array, so "
-        f"write `{updated} = {rebinding}` (which leaves `{name}` as it was)"
+        f"`{update}` would change in place an array that another name may hold too (NumPy "
+        f"updates it where it is); adcompile computes a new array, so write "
+        f"`{name} = {rebinding}`"
     )
 
 

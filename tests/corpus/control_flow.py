@@ -506,6 +506,22 @@ def index_rebinds_a_varied_name(x, n):
     return x * i
 
 
+def index_rebound_in_body(x, n):
+    # After the loop, i is what the body assigned last, or 0.5 if n == 0.
+    i = 0.5
+    for i in range(n):
+        i = i + x
+    return x * i
+
+
+def index_rebound_after_early_return(x, n):
+    if x > 1.0:
+        return x
+    for i in range(n):
+        i = i + x
+    return x * x
+
+
 def index_shadows_a_parameter(x, y, n):
     s = x * y
     for x in range(n):
@@ -674,6 +690,12 @@ FOR_RANGE = [
     (
         index_rebinds_a_varied_name,
         [{"x": 0.7, "n": 3}, {"x": -1.2, "n": 0}, {"x": 1.1, "n": 1}],
+        "x",
+    ),
+    (index_rebound_in_body, [{"x": 0.7, "n": 0}, {"x": -1.2, "n": 2}, {"x": 1.1, "n": 3}], "x"),
+    (
+        index_rebound_after_early_return,
+        [{"x": 0.5, "n": 0}, {"x": -0.4, "n": 2}, {"x": 1.5, "n": 1}],
         "x",
     ),
     (
