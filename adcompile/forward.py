@@ -21,6 +21,7 @@ from .array_adjoints import helpers_in
 from .astutil import clone, map_children, names_in, substitute
 from .ir import (
     Apply,
+    Const,
     Copy,
     CoreFunction,
     If,
@@ -208,7 +209,7 @@ class TangentSweep:
             if tangent is not None
             else (
                 _zeros_like(self.fn, atom_expr(atom))
-                if isinstance(atom, Var)
+                if not isinstance(atom, Const)  # a variable, or the module's data array
                 else ast.Constant(value=0.0)
             )
             for tangent, atom in zip(tangents, stmt.args, strict=True)

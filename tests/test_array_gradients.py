@@ -153,6 +153,10 @@ def masked_mean(s):
     return np.mean(np.where(MASK, s, 0.0))
 
 
+def stacked_with_data(a):
+    return np.sum(np.stack([a, X]) ** 2) + np.sum(np.concatenate([a, Y]) ** 3)
+
+
 def array_output(x):
     return np.sum(x) * X
 
@@ -169,6 +173,7 @@ DATA_CASES = [
     ("shift", (0.3,)),
     ("keepdims_times_data", (np.linspace(0.5, 1.5, 6).reshape(2, 3),)),
     ("masked_mean", (2.0,)),
+    ("stacked_with_data", (np.array([0.5, -1.0, 1.5, 2.0]),)),
 ]
 
 
