@@ -63,7 +63,10 @@ KINDS = ("assign", "test", "branch", "iteration", "seed", "adjoint", "sum")
 # Iterations shown in full at each end of a loop unless every iteration is asked for.
 SHOWN_AT_EACH_END = 2
 
-_NUMBER = {"type": ["number", "boolean", "null"]}
+_SCALAR = {"type": ["number", "boolean", "null"]}
+# A value: a number (null for nan and infinities), or a tuple of them (a sequence parameter).
+_NUMBER = {"anyOf": [_SCALAR, {"type": "array", "items": _SCALAR}]}
+_FLOAT = {"type": ["number", "null"]}  # null: nan or an infinity
 _TEXT = {"type": "string"}
 _MAYBE_TEXT = {"type": ["string", "null"]}
 JSON_SCHEMA: dict[str, Any] = {
@@ -75,7 +78,7 @@ JSON_SCHEMA: dict[str, Any] = {
         "point": {"type": "object", "additionalProperties": _NUMBER},
         "wrt": {"type": "array", "items": _TEXT},
         "value": _NUMBER,
-        "gradient": {"type": "object", "additionalProperties": {"type": "number"}},
+        "gradient": {"type": "object", "additionalProperties": _FLOAT},
         "steps": {
             "type": "array",
             "items": {
@@ -119,7 +122,7 @@ JSON_SCHEMA: dict[str, Any] = {
                     "local_value": _NUMBER,
                     "rule": _MAYBE_TEXT,
                     "accumulates": {"type": "boolean"},
-                    "terms": {"type": "array", "items": {"type": "number"}},
+                    "terms": {"type": "array", "items": _FLOAT},
                     "uses": {"type": "array", "items": {"type": "integer"}},
                 },
             },
@@ -260,6 +263,8 @@ def _json_number(value: Any) -> Any:
     # JSON has no nan or inf: they become null, as JSON.stringify does.
     if isinstance(value, float) and not math.isfinite(value):
         return None
+    if isinstance(value, tuple | list):  # a sequence parameter, or a sequence being looped
+        return [_json_number(item) for item in value]
     return value
 
 

@@ -18,7 +18,7 @@ from adcompile import explain, grad
 from adcompile.cli import main
 from adcompile.explain import JSON_SCHEMA, Explanation
 from tests.corpus.control_flow import GROUPS
-from tests.helpers import run_cli
+from tests.helpers import module_from_source, run_cli
 from tests.test_corpus_straight_line import FUNCTIONS, param_names, points_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -193,7 +193,16 @@ def test_control_flow_corpus_matches_grad(fn, point, wrt):
 
 # --- the forms ---------------------------------------------------------------------------------
 def _check(value: Any, schema: dict[str, Any], where: str = "$") -> None:
-    """A small JSON Schema validator: type, enum, required, properties, items."""
+    """A small JSON Schema validator: type, enum, required, properties, items, anyOf."""
+    if "anyOf" in schema:
+        failures = []
+        for option in schema["anyOf"]:
+            try:
+                _check(value, option, where)
+                return
+            except AssertionError as failure:
+                failures.append(str(failure))
+        raise AssertionError(f"{where}: {value!r} matches no option: {failures}")
     types = schema.get("type")
     if types is not None:
         allowed = types if isinstance(types, list) else [types]
@@ -244,6 +253,21 @@ def test_json_cli_output():
     assert data["gradient"] == {"x": 5.0, "y": 5.0, "z": 1.0}
     assert data["point"] == {"x": 4, "y": -3, "z": 5}
     assert data["steps"][0]["formula"] == "q = x + y"
+
+
+def test_json_of_nan_gradients_and_sequence_values_validates(tmp_path):
+    module = module_from_source(
+        tmp_path,
+        "def power(x, p):\n    return x ** p\n\n\n"
+        "def weighted(x, ws):\n    s = 0.0\n    for w in ws:\n        s = s + w * x\n"
+        "    return s\n",
+    )
+    nan_gradient = json.loads(explain(module.power, -2.0, 3.0).to_json())
+    _check(nan_gradient, JSON_SCHEMA)
+    assert nan_gradient["gradient"] == {"x": 12.0, "p": None}  # d/dp of (-2)**p: nan
+    sequence = json.loads(explain(module.weighted, 1.5, (1.0, 2.0), wrt="x").to_json())
+    _check(sequence, JSON_SCHEMA)
+    assert sequence["point"]["ws"] == [1.0, 2.0] and sequence["gradient"] == {"x": 3.0}
 
 
 def test_schema_rejects_a_wrong_shape():
