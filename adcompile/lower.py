@@ -922,7 +922,7 @@ class Lowerer(ArrayLowering):
         if key in self.constant_names:
             return self.constant_names[key]
         if self.parent is not None and (
-            name in self.names.taken and not _same_constant(self.constants.get(name), value)
+            name in self.names.taken and not self._already_means(name, value)
         ):
             chosen = self.names.fresh(name)
         else:
@@ -931,6 +931,18 @@ class Lowerer(ArrayLowering):
         self.constant_names[key] = chosen
         self.constants[chosen] = value
         return chosen
+
+    def _already_means(self, name: str, value: object) -> bool:
+        """True if ``name`` already stands for ``value`` in the generated module: a constant
+        chosen earlier, or a global the outermost function reads under that name."""
+        if _same_constant(self.constants.get(name), value):
+            return True
+        root = self
+        while root.parent is not None:
+            root = root.parent
+        if name in root.locals or name not in root.fs.namespace:
+            return False
+        return _same_constant(root.fs.namespace.get(name), value)
 
     def _resolve_global(self, node: ast.Name) -> object:
         try:

@@ -153,6 +153,14 @@ def masked_mean(s):
     return np.mean(np.where(MASK, s, 0.0))
 
 
+def row(v):
+    return v * W[0]
+
+
+def helper_reads_data(x):
+    return np.sum(row(x) * row(x * 2.0)) + np.sum(W[1] * x)
+
+
 def stacked_with_data(a):
     return np.sum(np.stack([a, X]) ** 2) + np.sum(np.concatenate([a, Y]) ** 3)
 
@@ -174,6 +182,7 @@ DATA_CASES = [
     ("keepdims_times_data", (np.linspace(0.5, 1.5, 6).reshape(2, 3),)),
     ("masked_mean", (2.0,)),
     ("stacked_with_data", (np.array([0.5, -1.0, 1.5, 2.0]),)),
+    ("helper_reads_data", (np.array([0.5, -1.0, 1.5]),)),
 ]
 
 
@@ -189,6 +198,13 @@ def test_module_data_arrays_are_not_scalars(data_module, name, args) -> None:
     fn = getattr(data_module, name)
     for options in ({}, {"optimize": False}, {"mode": "forward"}):
         check_gradient(fn, grad(fn, wrt=(0,), **options), args, (0,))
+
+
+def test_a_helper_reading_the_same_data_array_uses_its_name(data_module) -> None:
+    """The dump names W once, as the module does (it said W_1 and W_2, which nothing
+    defines)."""
+    source = grad(data_module.helper_reads_data).source
+    assert "W_1" not in source and "W[0]" in source
 
 
 def test_closure_data_array_and_array_output_of_data(data_module) -> None:
