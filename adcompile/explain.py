@@ -803,10 +803,10 @@ class _LocalDerivative:
 
     def _inline_setup(self, expr: ast.expr, mapping: dict[str, ast.expr]) -> ast.expr:
         # The template's local names (atan2's r2) are shown as their expressions.
-        local = dict(mapping)
+        # The incoming adjoint is 1 here (the local derivative), setup lines included.
+        local = {**mapping, "g": ast.Constant(value=1)}
         for stmt in self.setup:
             local[stmt.targets[0].id] = substitute(stmt.value, local)
-        local["g"] = ast.Constant(value=1)
         return substitute(expr, local)
 
     def evaluate(self, g: float) -> Any:

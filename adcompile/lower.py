@@ -153,6 +153,25 @@ _COMPOUND = frozenset(
 )
 
 
+def _only_range_index(var: str, body: list[ast.stmt]) -> bool:
+    """True if the statements bind ``var`` only as the index of ``for var in range(...)``."""
+    stores = ranges = 0
+    for stmt in body:
+        for node in walk(stmt, prune=_NEW_SCOPES):
+            if isinstance(node, ast.Name) and node.id == var and isinstance(node.ctx, ast.Store):
+                stores += 1
+            elif (
+                isinstance(node, ast.For)
+                and isinstance(node.target, ast.Name)
+                and node.target.id == var
+                and isinstance(node.iter, ast.Call)
+                and isinstance(node.iter.func, ast.Name)
+                and node.iter.func.id == "range"
+            ):
+                ranges += 1
+    return stores == ranges
+
+
 def _first_yield(body: list[ast.stmt]) -> ast.expr | None:
     """A ``yield`` of the function itself (it is then a generator), if any."""
     for stmt in body:
@@ -462,6 +481,9 @@ class Lowerer(ArrayLowering):
             entry.append(Copy(header, source, stmt.lineno))
             if var in self.env and self.shared is not None:
                 self.shared.carried(header, self.env[var])
+            no_derivative = isinstance(source, Const) or source.name in self.loop_indices
+            if no_derivative and _only_range_index(var, stmt.body):
+                self.loop_indices.add(header)  # an inner loop's index: an int, or None
             self.env[var] = header
             headers.append(header)
         index_name = self._version(index) if index else None

@@ -402,3 +402,22 @@ def test_readme_shows_real_explain_output():
         result = run_cli("explain", *shlex.split(command))
         assert result.returncode == 0, result.stderr
         assert result.stdout == shown
+
+
+def test_a_user_rule_reading_g_in_a_setup_line_shows_no_free_g(tmp_path):
+    import re
+
+    module = module_from_source(
+        tmp_path,
+        "from adcompile import derivative\n\n\ndef clipmul(a, b, lo=0.0):\n"
+        "    return max(a * b, lo)\n\n\n@derivative(clipmul)\n"
+        "def clipmul_rule(a, b, lo, result, g):\n    s = 1.0 if a * b > lo else 0.5\n"
+        "    t = g * s\n    return t * b, t * a, None\n\n\n"
+        "def use_clip(x, y):\n    return clipmul(x, y) + clipmul(y, x, lo=1.0)\n",
+    )
+    data = json.loads(explain(module.use_clip, 1.3, 0.7).to_json())
+    adjoints = [step for step in data["steps"] if step["kind"] == "adjoint"]
+    assert adjoints
+    for step in adjoints:
+        assert not re.search(r"\bg\b", step["numbers"] + step["formula"]), step
+    assert data["gradient"] == pytest.approx({"x": 0.7 + 0.35, "y": 1.3 + 0.65})
