@@ -287,3 +287,18 @@ def test_hessian_of_a_dict_through_a_loop() -> None:
     assert blocks[1][0]["W"].shape == (2, 2, 2)
     gradient = grad(loop_with_dict, wrt=("params", "x"))
     assert_hessian_matches_differences(blocks, gradient, (params, x), (0, 1), rtol=1e-6, atol=1e-7)
+
+
+def loop_times_index(x, k):
+    for i in range(3):
+        x = x + 0.1 * i * np.sin(k * x)
+    return np.sum(x**2)
+
+
+def test_hessian_through_a_loop_index_times_an_array() -> None:
+    """The tangent code spreads a scalar tangent with broadcast_like; its own rules let the
+    second derivative pass (it was refused, located in generated code)."""
+    args = (np.array([0.5, -1.0, 1.5]), 0.7)
+    blocks = hessian(loop_times_index)(*args)
+    compiled = grad(loop_times_index)
+    assert_hessian_matches_differences(blocks, compiled, args, (0, 1), rtol=1e-6, atol=1e-7)

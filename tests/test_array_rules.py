@@ -34,6 +34,7 @@ import pytest
 from adcompile.rules import RuleTable
 from adcompile.rules.array_helpers import (
     assemble,
+    broadcast_like,
     check_scalar,
     contraction,
     contraction_adjoint_a,
@@ -637,6 +638,15 @@ CASES[(rebroadcast, 2)] = cases(
     ("keepdims-to-3d", ((1, 3, 1), (2, 3, 4))),
     ("matrix-to-keepdims", ((3, 4), (1, 4))),
     ("float-to-float", (None, None)),
+)
+# broadcast_like(part, like): a tangent spread to the shape of the value it belongs to.
+CASES[(broadcast_like, 2)] = cases(
+    ANY,
+    ("same-shape", ((3, 4), (3, 4))),
+    ("row-to-matrix", ((1, 4), (3, 4))),
+    ("vector-to-matrix", ((4,), (3, 4))),
+    ("float-to-array", (None, (2, 3))),
+    ("0d-to-3d", ((), (2, 3, 4))),
 )
 CASES[(scatter, 2)] = [
     Case(label, make=part_and(operator.itemgetter(index), (shape,)), statics={"index": index})

@@ -21,6 +21,7 @@ import numpy as np
 from .array_helpers import (
     assemble,
     assemble_adjoint,
+    broadcast_like,
     contraction,
     contraction_adjoint_a,
     contraction_adjoint_b,
@@ -49,6 +50,16 @@ def unbroadcast_rule(part, like, result, g):
 @array_tangent(unbroadcast)
 def unbroadcast_tangent(part, like, result, g):
     return unbroadcast(g, like), None
+
+
+@array_rule(broadcast_like)
+def broadcast_like_rule(part, like, result, g):
+    return unbroadcast(g, part), None
+
+
+@array_tangent(broadcast_like)
+def broadcast_like_tangent(part, like, result, g):
+    return broadcast_like(g, like), None
 
 
 @array_rule(rebroadcast)
