@@ -46,7 +46,9 @@ def _completer(fn: Callable[..., Any]) -> Callable[[tuple], tuple]:
     params, defaults = fs.param_names(), tuple(fs.defaults)
     name = getattr(fn, "__name__", "function")
 
-    def complete(args: tuple) -> tuple:
+    def complete(args: tuple, keywords: dict[str, Any] | None = None) -> tuple:
+        if keywords:  # by name, as the primal's signature allows
+            args = _by_position(name, params, args, keywords)
         missing = len(params) - len(args)
         if missing <= 0:
             return args
@@ -56,6 +58,22 @@ def _completer(fn: Callable[..., Any]) -> Callable[[tuple], tuple]:
         return (*args, *defaults[len(defaults) - missing :])
 
     return complete
+
+
+def _by_position(name: str, params: list[str], args: tuple, keywords: dict[str, Any]) -> tuple:
+    """``args`` and ``keywords`` as positional arguments, up to the last one given."""
+    given = dict(zip(params, args, strict=False))
+    for key, value in keywords.items():
+        if key not in params:
+            raise TypeError(f"{name}() got an unexpected keyword argument {key!r}")
+        if key in given:
+            raise TypeError(f"{name}() got multiple values for argument {key!r}")
+        given[key] = value
+    count = max(params.index(key) for key in given) + 1
+    if any(p not in given for p in params[:count]):
+        absent = ", ".join(p for p in params[:count] if p not in given)
+        raise TypeError(f"{name}() missing argument(s) {absent} before ones given by name")
+    return tuple(given[p] for p in params[:count])
 
 
 def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
@@ -111,9 +129,9 @@ def jacobian(fn: Callable[..., Any], wrt: Wrt = None, mode: str = "reverse") -> 
         rows = _forward_rows(generated, len(choice.names), outputs)
     complete = _completer(fn)
 
-    def jacobian_of(*args: Any) -> Any:
+    def jacobian_of(*args: Any, **keywords: Any) -> Any:
         """The Jacobian at ``args``."""
-        args = complete(args)
+        args = complete(args, keywords)
         if arrays and mode == "forward":
             partials = _array_jacobian_forward(generated, args, choice.names, params)
             if outputs is not None:  # one row per output element
@@ -237,11 +255,11 @@ def _forward_over_forward(fn: Callable[..., Any], wrt: Wrt) -> Callable[..., Any
     second = compile_transform(first, "jvp", indices)
     complete = _completer(fn)
 
-    def hessian_of(*args: Any) -> Any:
+    def hessian_of(*args: Any, **keywords: Any) -> Any:
         """The Hessian at ``args``."""
         from .rules.array_helpers import forward_jacobian
 
-        args = complete(args)
+        args = complete(args, keywords)
 
         blocks = []
         for k in indices:

@@ -400,8 +400,13 @@ def _reserved(names: NameTable, name: str) -> str:
 def _tangent_or_zero(fn: CoreFunction, direction: Direction, var: str) -> ast.expr:
     if direction.activity.active(var):
         return ast.Name(id=direction.tangent(var), ctx=ast.Load())
-    if fn.array_mode:  # a constant output: zeros of its shape, as JAX gives
-        return _zeros_like(fn, ast.Name(id=var, ctx=ast.Load()))
+    if fn.array_mode:  # a constant output: zeros of its shape (a dict: of each leaf), as JAX
+        empty = ast.Dict(keys=[], values=[])
+        return ast.Call(
+            func=ast.Name(id=fn.helper("gradient_like"), ctx=ast.Load()),
+            args=[ast.Name(id=var, ctx=ast.Load()), empty],
+            keywords=[],
+        )
     return ast.Constant(value=0.0)
 
 

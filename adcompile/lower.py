@@ -466,6 +466,7 @@ class Lowerer(ArrayLowering):
 
     def _loop(self, stmt: ast.For | ast.While, index: str | None, bounds: list[Atom]) -> None:
         body_stmts, exit_test = _split_exit_test(stmt.body)
+        known = set(self.env) | set(assigned_names(stmt.body))
         before = self.env.get(index) if index else None
         # A body that rebinds the index (`i = i + x`) makes it a carried variable too: its
         # header holds what the last iteration left (or the old value), the index itself
@@ -517,6 +518,10 @@ class Lowerer(ArrayLowering):
             exit_when, _ = self._rewrite_opaque(exit_test.test)
         for var, header in zip(carried, headers, strict=True):
             self.env[var] = header
+        for name in set(self.env) - known - {index}:
+            # A name first bound by the desugaring inside the body (a generator's index and
+            # sum): local to its expression, and unbound after a loop that never ran.
+            del self.env[name]
         loop = Loop(entry, body, back_edges, headers, stmt.lineno, index_name, bounds, test, reads)
         loop.exit_when = exit_when
         ran = self._loop_runs(bounds, stmt.lineno) if old_value is not None else None
@@ -924,8 +929,11 @@ class Lowerer(ArrayLowering):
             if node.id not in self.env:
                 raise self._error(UnsupportedSyntaxError, node, messages.unbound_local(node.id))
             return Var(self.env[node.id])
-        if self.closure is not None and node.id in self.closure.locals:
-            return self.closure._name_atom(node)  # a nested function reads its enclosing scope
+        scope = self.closure
+        while scope is not None and node.id not in scope.locals:
+            scope = scope.closure  # a def nested in a nested def reads the outermost too
+        if scope is not None:
+            return scope._name_atom(node)  # a nested function reads its enclosing scope
         if node.id in self.local_functions:
             raise self._error(UnsupportedSyntaxError, node, messages.function_value(node.id))
         value = self._resolve_global(node)

@@ -302,3 +302,29 @@ def test_hessian_through_a_loop_index_times_an_array() -> None:
     blocks = hessian(loop_times_index)(*args)
     compiled = grad(loop_times_index)
     assert_hessian_matches_differences(blocks, compiled, args, (0, 1), rtol=1e-6, atol=1e-7)
+
+
+def linear_dict(p):
+    return np.sum(p["a"] * 2.0) + np.sum(p["b"])
+
+
+def linear_pair(p):
+    a, b = p
+    return np.sum(a) + b
+
+
+def test_hessian_of_a_linear_function_of_a_structure_is_zero_blocks() -> None:
+    """A constant gradient's tangent is zeros in its structure (np.zeros_like of a dict was
+    an object array; of a ragged tuple, a ValueError)."""
+    blocks = hessian(linear_dict)({"a": np.ones(3), "b": np.ones(2)})
+    shapes = {(r, c): np.shape(blocks[r][c]) for r in "ab" for c in "ab"}
+    assert shapes == {
+        ("a", "a"): (3, 3),
+        ("a", "b"): (3, 2),
+        ("b", "a"): (2, 3),
+        ("b", "b"): (2, 2),
+    }
+    assert all(not np.any(blocks[r][c]) for r in "ab" for c in "ab")
+    (aa, ab), (ba, bb) = hessian(linear_pair)((np.ones(3), 0.5))
+    assert [np.shape(v) for v in (aa, ab, ba, bb)] == [(3, 3), (3,), (3,), ()]
+    assert not any(np.any(v) for v in (aa, ab, ba, bb))

@@ -381,6 +381,12 @@ def test_transforms_fill_in_defaults_the_call_leaves_out(tmp_path) -> None:
     assert vjp(cubic, 2.0)[1](1.0) == pytest.approx((gradient[0],), rel=1e-12)
     with pytest.raises(TypeError, match="missing required positional argument"):
         jacobian(cubic)()
+    # by keyword, as the primal's signature allows
+    assert jacobian(cubic)(x=2.0, y=3.0) == pytest.approx(tuple(gradient), rel=1e-12)
+    for got, want in zip(hessian(cubic)(x=2.0), second, strict=True):
+        assert got == pytest.approx(tuple(want), rel=1e-12)
+    with pytest.raises(TypeError, match="missing argument"):
+        hessian(cubic)(y=3.0)
 
 
 def test_results_of_hessian_and_jacobian_say_how_to_go_higher(tmp_path) -> None:

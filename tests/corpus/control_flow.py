@@ -1030,7 +1030,23 @@ def helper_newton(a, n):
     return newton_sqrt(a, n) * a
 
 
+def def_in_a_nested_def(x, y):
+    # inner reads x, a local of the outermost function, through outer
+    def outer(t):
+        def inner(s):
+            return s * x * x
+
+        return inner(t) + t
+
+    return outer(y)
+
+
 HELPER_CALLS = [
+    (
+        def_in_a_nested_def,
+        [{"x": 0.7, "y": 1.3}, {"x": -1.1, "y": 0.4}, {"x": 2.0, "y": -0.6}],
+        None,
+    ),
     (helper_twice, [{"x": 0.5}, {"x": -1.2}, {"x": 1.7}], None),
     (
         helper_calls_helper,
@@ -1194,6 +1210,15 @@ def enumerate_zipped(x, ws, cs):
     return s
 
 
+def generator_sum_in_a_loop(x, y, n):
+    # The sum's hidden index is bound only inside the loop: unbound when n == 0.
+    if y > 0.5:
+        return x
+    for _ in range(n):
+        x = x + sum(c * x for c in POINTS[0])
+    return x
+
+
 def zip_pairs(x, ws, cs):
     s = 0.0
     for wi, ci in zip(ws, cs):
@@ -1312,6 +1337,11 @@ ITERATION_FORMS = [
     (
         enumerate_weights,
         [{"x": 0.5, "w": (1.0, -2.0, 0.5)}, {"x": -1.2, "w": (0.3, 0.3)}, {"x": 1.7, "w": (2.0,)}],
+        "x",
+    ),
+    (
+        generator_sum_in_a_loop,
+        [{"x": 0.5, "y": 0.1, "n": 0}, {"x": -0.4, "y": 0.2, "n": 2}, {"x": 0.7, "y": 0.9, "n": 1}],
         "x",
     ),
     (
