@@ -567,7 +567,7 @@ class Lowerer(ArrayLowering):
             self.local_functions[target.id] = value
             return
         new = self._version(target.id)
-        shared = self.env.get(shared_name(value) or "")
+        shared = self.env.get(shared_name(value) or "") if self.shared is not None else None
         self._lower_into(value, new)
         self.env[target.id] = new
         if self.shared is not None:
@@ -593,7 +593,7 @@ class Lowerer(ArrayLowering):
         new_names = []
         for elt, expr in zip(target.elts, value.elts, strict=True):
             new = self._version(elt.id)
-            shared = self.env.get(shared_name(expr) or "")
+            shared = self.env.get(shared_name(expr) or "") if self.shared is not None else None
             self._lower_into(expr, new)
             new_names.append(new)
             if self.shared is not None:
