@@ -466,13 +466,14 @@ class Lowerer(ArrayLowering):
 
     def _loop(self, stmt: ast.For | ast.While, index: str | None, bounds: list[Atom]) -> None:
         body_stmts, exit_test = _split_exit_test(stmt.body)
-        known = set(self.env) | set(assigned_names(stmt.body))
+        assigned = assigned_names(stmt.body)
+        known = set(self.env) | assigned
         before = self.env.get(index) if index else None
         # A body that rebinds the index (`i = i + x`) makes it a carried variable too: its
         # header holds what the last iteration left (or the old value), the index itself
         # only what `for` assigns.
-        rebinds = index is not None and index in assigned_names(stmt.body)
-        carried = sorted(assigned_names(stmt.body) - ({index} if index and not rebinds else set()))
+        rebinds = index is not None and index in assigned
+        carried = sorted(assigned - ({index} if index and not rebinds else set()))
         entry, headers = [], []
         for var in carried:
             header = self.names.fresh(var)

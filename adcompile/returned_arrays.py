@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import ast
 
+from .aliasing import SHARING
 from .astutil import load, names_in, store, stored_names
 
-# Functions that return a new array (never their argument or a view of it).
+# Helpers that return a new array (never their argument or a view of it); NumPy functions
+# that may not are aliasing.SHARING.
 _ALLOCATING_HELPERS = frozenset(
     {
         "matmul_adjoint_a",
@@ -28,10 +30,6 @@ _ALLOCATING_HELPERS = frozenset(
         "trace_adjoint",
     }
 )
-_NUMPY_VIEWS = frozenset(
-    {"reshape", "transpose", "ravel", "squeeze", "swapaxes", "expand_dims", "broadcast_to"}
-)
-_NUMPY_AS_GIVEN = frozenset({"asarray", "asanyarray"})  # the argument itself, if an array
 _UNKNOWN = object()  # assigned in a nested block: any of several values
 
 
@@ -115,7 +113,7 @@ class _Origins:
         owner = func.value if isinstance(func, ast.Attribute) else None
         if not (isinstance(owner, ast.Name) and owner.id == self.np):
             return None
-        if func.attr in _NUMPY_VIEWS | _NUMPY_AS_GIVEN:  # np.reshape(a, ...): a view of a
+        if func.attr in SHARING:  # np.reshape(a, ...), np.asarray(a): a, or a view of it
             return self._origin(name, first, depth + 1)
         return name  # np.full, np.where, np.cos...: a new array
 
