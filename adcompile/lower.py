@@ -172,6 +172,43 @@ def _only_range_index(var: str, body: list[ast.stmt]) -> bool:
     return stores == ranges
 
 
+def falls_off_end(body: list[ast.stmt]) -> bool:
+    """True if some path through the statements reaches their end without a ``return`` (or
+    ``raise``): there Python returns None. Judged from the syntax alone, like a type checker:
+    ``if x > 0: return a`` followed by ``if x <= 0: return b`` counts as falling off."""
+    return not any(_always_leaves(stmt) for stmt in body)
+
+
+def _always_leaves(stmt: ast.stmt) -> bool:
+    """True if control never passes from ``stmt`` to the statement after it."""
+    cls = stmt.__class__
+    if cls is ast.Return or cls is ast.Raise:
+        return True
+    if cls is ast.If:
+        return not falls_off_end(stmt.body) and bool(stmt.orelse) and not falls_off_end(stmt.orelse)
+    if cls is ast.While or cls is ast.For:
+        if _breaks_out(stmt.body):
+            return False
+        endless = cls is ast.While and _always_true(stmt.test)
+        return endless or (bool(stmt.orelse) and not falls_off_end(stmt.orelse))
+    # `try`, `with`, `match`: unsupported, and the lowering says so at the block itself.
+    return cls in _COMPOUND
+
+
+def _always_true(test: ast.expr) -> bool:
+    return isinstance(test, ast.Constant) and bool(test.value)
+
+
+def _breaks_out(body: list[ast.stmt]) -> bool:
+    """A ``break`` that leaves the loop whose body this is (not one of an inner loop)."""
+    for stmt in body:
+        if stmt.__class__ is ast.Break:
+            return True
+        if stmt.__class__ is ast.If and (_breaks_out(stmt.body) or _breaks_out(stmt.orelse)):
+            return True
+    return False
+
+
 def _first_yield(body: list[ast.stmt]) -> ast.expr | None:
     """A ``yield`` of the function itself (it is then a generator), if any."""
     for stmt in body:
@@ -334,6 +371,9 @@ class Lowerer(ArrayLowering):
         for ret in returns:
             if ret.value is None:
                 raise self._error(UnsupportedSyntaxError, ret, messages.RETURN_NOTHING)
+        if falls_off_end(body):  # returns inside an `if` or a loop, none on some path
+            last = body[-1]
+            raise self._error(UnsupportedSyntaxError, last, messages.falls_off_end(last))
 
     def _lower_body(self, body: list[ast.stmt], output: str) -> None:
         ends_in_return = bool(body) and isinstance(body[-1], ast.Return)

@@ -15,6 +15,22 @@ EARLY_RETURN = (
     "`return` before the end of the function is not supported in straight-line code; "
     "compute the result in a variable and return it on the last line"
 )
+
+
+def falls_off_end(last: ast.stmt) -> str:
+    """The function can end without ``return``; ``last`` is its last statement."""
+    if isinstance(last, ast.If):
+        fix = "give the `if` an `else:` that returns, or add a `return` after it"
+    elif isinstance(last, ast.For | ast.While):
+        fix = "the loop can finish without returning: add a `return` after it"
+    else:
+        fix = "add a `return` at the end"
+    return (
+        "some path through the function reaches its end without `return` (Python returns "
+        f"None there, which has no derivative); {fix}"
+    )
+
+
 RETURN_NOTHING = "`return` needs a value: grad differentiates the returned number"
 RETURN_TUPLE = (
     "the function returns several values; grad needs one scalar output "

@@ -58,6 +58,11 @@ CASES = [
     ("for a, *rest in ((1.0, 2.0),):\n    x = x * a\nreturn x", "a, *rest", U, "starred"),
     ("for k, v.real in enumerate((1.0,)):\n    x = x * k\nreturn x", "v.real", U, "attributes"),
     ("z = x * y", "z = x", U, "must end with `return"),
+    ("if x > 0:\n    return x * y", "if x > 0", U, "give the `if` an `else:`"),
+    ("if x > 0:\n    return x\nelif y > 0:\n    return y", "if x > 0", U, "without `return`"),
+    ("for i in range(3):\n    if x > i:\n        return x", "for i", U, "loop can finish"),
+    ("while x > 0:\n    x = x - 1.0\n    return x", "while", U, "loop can finish"),
+    ("while True:\n    if x > y:\n        break\n    return x", "while", U, "loop can finish"),
     # The return inside an unsupported block: the block is named, not a missing return.
     ("try:\n    return x\nexcept Exception:\n    return y", "try", U, "`try` is not"),
     ("with open('f') as h:\n    return x", "with", U, "`with` blocks are not"),

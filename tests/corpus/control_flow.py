@@ -366,6 +366,24 @@ def return_inside_while(x):
     return t
 
 
+def return_from_endless_loop(x):
+    # No return after the loop: `while True` leaves only through the one inside it.
+    t = x
+    while True:
+        t = t * 0.7
+        if t < 0.05:
+            return t * x
+
+
+def return_in_loop_else(x):
+    # No return after the loop: its `else` returns whenever the body did not.
+    for i in range(3):
+        if x * i > 5.0:
+            return x * i
+    else:
+        return x * x
+
+
 def return_before_loop(x, n):
     if n == 0:
         return x * x
@@ -429,6 +447,8 @@ EARLY_RETURNS = [
         "x",
     ),
     (return_inside_while, [{"x": 1.5}, {"x": 3.5}, {"x": 7.0}, {"x": 25.0}], None),
+    (return_from_endless_loop, [{"x": 0.04}, {"x": 0.3}, {"x": 1.0}], None),
+    (return_in_loop_else, [{"x": 1.0}, {"x": 2.6}, {"x": 4.0}], None),
     (
         return_before_loop,
         [{"x": 0.8, "n": 0}, {"x": 0.8, "n": 3}, {"x": -1.2, "n": 5}],
