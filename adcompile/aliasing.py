@@ -13,12 +13,16 @@ surely owns its value:
 
 Anything else (a plain copy ``y = x``, ``x[i]``, ``x.T``, ``params["a"]``, unpacked items, a
 branch that may give either) is refused at compile time with a message saying to write
-``y = y + ...``. Python numbers cannot be changed in place, so scalar code is not checked.
+``y = y + ...``. In a loop, a later iteration updates the array the previous one left: an
+update is refused too if that array is then held by another name as well (``cur += ...``
+followed by ``prev = cur``, or ``y += ...`` followed by ``y = x``). Python numbers cannot be
+changed in place, so scalar code is not checked.
 """
 
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from dataclasses import dataclass, field
 
 # NumPy functions and methods whose result may be their first argument or a view of it.
@@ -86,6 +90,8 @@ class OwnedArrays:
     own: set[str] = field(default_factory=set)  # roots: new arrays made here, or numbers
     numbers: set[str] = field(default_factory=set)  # roots that are numbers
     shared: set[str] = field(default_factory=set)  # roots held by two names or more
+    # Per enclosing loop, innermost last: the in-place updates in its body (version, node).
+    loops: list[list[tuple[str, ast.AugAssign]]] = field(default_factory=list)
 
     def root(self, version: str) -> str:
         """The version whose array ``version`` holds."""
@@ -108,11 +114,44 @@ class OwnedArrays:
         """A loop's header starts as ``source``: the same variable, so the same array."""
         self.roots[header] = self.root(source)
 
-    def refusal(self, version: str) -> bool:
-        """True if updating ``version`` in place could change another name's array."""
+    def refusal(self, version: str, name: str) -> bool:
+        """True if updating ``version`` (of the user's ``name``) in place could change another
+        name's array."""
         root = self.root(version)
-        if root in self.numbers:
-            return False
+        return root not in self.numbers and not self._owned_by(name, root)
+
+    def updated(self, version: str, stmt: ast.AugAssign) -> None:
+        """``stmt`` updates ``version``'s array in place (allowed where it stands)."""
+        if self.loops:
+            self.loops[-1].append((version, stmt))
+
+    def enter_loop(self) -> None:
+        """A loop body starts: its in-place updates are judged again at its back edges."""
+        self.loops.append([])
+
+    def leave_loop(self, back_edges: list[tuple[str, str, str]]) -> ast.AugAssign | None:
+        """The body ended; ``back_edges`` are (user name, its header, the version the header
+        gets for the next iteration). Returns an in-place update of the body that a later
+        iteration would apply to an array another name holds too (``cur += ...`` then
+        ``prev = cur``; or ``y += ...`` then ``y = x``)."""
+        updates = self.loops.pop()
+        if self.loops:  # an outer loop's body holds these updates too
+            self.loops[-1].extend(updates)
+        roots = [self.root(value) for _, _, value in back_edges]
+        arrays = Counter(root for root in roots if root not in self.numbers)
+        unsafe = {
+            self.root(header)
+            for (name, header, _), root in zip(back_edges, roots, strict=True)
+            if root not in self.numbers and (arrays[root] > 1 or not self._owned_by(name, root))
+        }
+        for version, stmt in updates:
+            if self.root(version) in unsafe:
+                return stmt
+        return None
+
+    def _owned_by(self, name: str, root: str) -> bool:
+        """Whether the user's ``name`` may update the array ``root`` in place: a new array
+        no other name holds, or the parameter ``name`` itself."""
         if root in self.shared:
-            return True
-        return not (root in self.own or (root == version and version in self.params))
+            return False
+        return root in self.own or (root == name and name in self.params)

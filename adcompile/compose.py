@@ -10,6 +10,7 @@ number of times.
 
 from __future__ import annotations
 
+import copy
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -30,6 +31,12 @@ def _cached(fn: Callable[..., Any], kind: str, wrt: Wrt = None) -> Callable[...,
     if key not in per_function:
         per_function[key] = compile_transform(fn, kind, wrt)
     return per_function[key]
+
+
+def _private(args: tuple) -> tuple:
+    """Copies of the arguments for calling the user's own function, which may update a NumPy
+    parameter in place (``x += w``): the caller's arrays are never changed."""
+    return copy.deepcopy(args)
 
 
 def _hashable(wrt: Wrt) -> object:
@@ -89,8 +96,8 @@ def vjp(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tup
     """``(fn(*primals), pullback)``; ``pullback(ct)`` is one cotangent per argument."""
     generated = _cached(fn, "vjp", list(range(len(primals))) or None)
     outputs = generated.adcompile_outputs
-    value = fn(*primals)
-    primals = _completer(fn)(primals)
+    value = fn(*_private(primals))
+    primals = _private(_completer(fn)(primals))  # the point, even if the caller's arrays change
 
     def pullback(cotangent: Any) -> tuple:
         """The cotangents of ``fn``'s arguments for the output cotangent ``cotangent``."""
@@ -139,7 +146,7 @@ def jacobian(fn: Callable[..., Any], wrt: Wrt = None, mode: str = "reverse") -> 
                 return tuple(row[0] if choice.bare else row for row in partials)
             return partials[0] if choice.bare else partials
         if mode == "reverse" and outputs is None:
-            value = fn(*args)
+            value = fn(*_private(args))
             if getattr(value, "ndim", 0) > 0:
                 partials = _array_jacobian(generated, args, value, choice.names, params)
                 return partials[0] if choice.bare else partials

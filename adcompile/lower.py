@@ -439,9 +439,15 @@ class Lowerer(ArrayLowering):
         for node in (read, value):
             ast.copy_location(node, stmt)
         before = self.env.get(stmt.target.id)
-        if self.shared is not None and before is not None and self.shared.refusal(before):
+        if (
+            self.shared is not None
+            and before is not None
+            and self.shared.refusal(before, stmt.target.id)
+        ):
             message = messages.changed_in_place(stmt.target.id, stmt)
             raise self._error(UnsupportedSyntaxError, stmt.target, message)
+        if self.shared is not None and before is not None:
+            self.shared.updated(before, stmt)
         self._bind(stmt.target, value)
 
     # ----- control flow ------------------------------------------------------------------
@@ -548,12 +554,16 @@ class Lowerer(ArrayLowering):
             finally:
                 self.in_loop_test = False
             reads = frozenset(read_set)
+        if self.shared is not None:
+            self.shared.enter_loop()
         body = self._sub_block(lambda: self._statements(body_stmts))
         back_edges = [
             Copy(header, Var(self.env[var]), stmt.lineno)
             for var, header in zip(carried, headers, strict=True)
             if var in self.env and self.env[var] != header
         ]
+        if self.shared is not None:
+            self._check_updates_across_iterations(back_edges)
         exit_when = None
         if exit_test is not None:
             exit_when, _ = self._rewrite_opaque(exit_test.test)
@@ -570,6 +580,16 @@ class Lowerer(ArrayLowering):
         self.block.append(loop)
         if ran is not None:
             self._index_after_loop(index, ran, old_value, stmt.lineno)
+
+    def _check_updates_across_iterations(self, back_edges: list[Copy]) -> None:
+        """Refuse an in-place update that a later iteration would apply to an array another
+        name holds by then (``cur += ...; prev = cur``: NumPy changes ``prev`` too)."""
+        bases = self.names.bases
+        edges = [(bases[e.target], e.target, e.source.name) for e in back_edges]
+        update = self.shared.leave_loop(edges)
+        if update is not None:
+            message = messages.changed_in_place(update.target.id, update)
+            raise self._error(UnsupportedSyntaxError, update.target, message)
 
     def _loop_runs(self, bounds: list[Atom], line: int) -> str:
         """A recorded condition: does ``range(*bounds)`` run at least once?"""

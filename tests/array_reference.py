@@ -111,8 +111,9 @@ def _like(value: Any, leaf: Any) -> Any:
 
 
 def _scalar(fn: Callable[..., Any], args: Sequence[Any]) -> float:
-    """``fn(*args)`` as a Python float; raises if it is not a real scalar."""
-    out = fn(*args)
+    """``fn(*args)`` as a Python float; raises if it is not a real scalar. ``fn`` gets copies:
+    it may update a parameter in place (``x += w``), and ``args`` are reused."""
+    out = fn(*copy.deepcopy(list(args)))
     if isinstance(out, np.ndarray) and out.shape != ():
         raise TypeError(f"function returned an array of shape {out.shape}, not a scalar")
     return float(out)

@@ -334,6 +334,33 @@ def either_branch(x):
     return np.sum(x**2)
 
 
+def shared_by_the_next_iteration(x):
+    cur = x * 1.0
+    prev = x * 0.0
+    s = 0.0
+    for i in range(3):
+        cur += 0.5 * np.sin(prev)
+        s = s + np.sum(prev * prev)
+        prev = cur
+    return s
+
+
+def rebound_to_a_parameter(x):
+    y = x * 1.0
+    i = 0
+    while i < 2:
+        y += x
+        y = x
+        i += 1
+    return np.sum(y * x)
+
+
+def parameter_updated_in_a_loop(x, w):
+    for i in range(3):
+        x += w * i
+    return np.sum(x * x)
+
+
 def alias_not_read_again(x, w):
     total = np.sum(x * w)
     kept = total  # a number: NumPy cannot change it in place
@@ -357,17 +384,22 @@ def test_updating_in_place_an_array_another_name_may_hold_is_refused(tmp_path: P
         ("structured_item", "q *= ..."),
         ("through_asarray", "y *= ..."),
         ("either_branch", "y *= ..."),
+        ("shared_by_the_next_iteration", "cur += ..."),
+        ("rebound_to_a_parameter", "y += ..."),
     ]:
         with pytest.raises(UnsupportedSyntaxError, match=re.escape(update)) as caught:
             grad(getattr(module, name))
         start = next(i for i, t in enumerate(lines) if t.startswith(f"def {name}("))
-        line = next(i for i in range(start, len(lines)) if update[:4] in lines[i]) + 1
-        column = lines[line - 1].index(update[:4]) + 1
+        needle = update.removesuffix(" ...")
+        line = next(i for i in range(start, len(lines)) if needle in lines[i]) + 1
+        column = lines[line - 1].index(needle) + 1
         assert str(caught.value).startswith(f"{module.__file__}:{line}:{column}: ")
     # arrays and numbers the function owns may be updated in place
     fn = module.alias_not_read_again
     x, w = np.array([0.5, -1.0, 2.0]), np.array([1.5, 0.25, -0.5])
     check_gradient(fn, grad(fn, wrt=(0, 1)), (x, w), (0, 1))
+    fn = module.parameter_updated_in_a_loop
+    check_gradient(fn, grad(fn, wrt=(0, 1)), (x, 0.7), (0, 1))
 
 
 # ----- returned gradients are arrays of their own ----------------------------------------------
@@ -568,6 +600,31 @@ def test_forward_mode_jacobian_of_arrays_matches_reverse_mode() -> None:
     for by_rows, by_columns in zip(adcompile.jacobian(layer)(*args), forward, strict=True):
         assert by_rows.shape == by_columns.shape
         np.testing.assert_allclose(by_columns, by_rows, rtol=1e-12, atol=1e-15)
+
+
+def shifted_cube(x, w):
+    x += w  # NumPy changes the caller's array; the transforms must not
+    return np.sum(x**3)
+
+
+def shifted_sine(x, w):
+    x += w
+    return np.sin(x) * 2.0
+
+
+def test_vjp_and_jacobian_leave_an_input_the_function_updates_unchanged() -> None:
+    x = np.array([0.3, -0.7, 1.2])
+    before = x.copy()
+    value, pullback = adcompile.vjp(shifted_cube, x, 0.3)
+    cotangents = pullback(1.0)
+    np.testing.assert_array_equal(x, before)
+    assert value == pytest.approx(np.sum((before + 0.3) ** 3), rel=1e-14)
+    np.testing.assert_allclose(cotangents[0], 3.0 * (before + 0.3) ** 2, rtol=1e-14)
+    assert cotangents[1] == pytest.approx(np.sum(3.0 * (before + 0.3) ** 2), rel=1e-14)
+    x = before[:2].copy()
+    jac = adcompile.jacobian(shifted_sine, wrt="x")(x, 0.3)
+    np.testing.assert_array_equal(x, before[:2])
+    np.testing.assert_allclose(jac, np.diag(2.0 * np.cos(before[:2] + 0.3)), rtol=1e-14)
 
 
 # ----- jvp: forward mode along one direction ----------------------------------------------------
