@@ -42,6 +42,18 @@ def call(func: str, *args: ast.expr) -> ast.Call:
     return ast.Call(func=load(func), args=list(args), keywords=[])
 
 
+# Set on the function name of a call the compiler writes (``range(len(seq))``): it means the
+# builtin even where the user's function binds that name (a parameter called ``len``).
+BUILTIN_MARK = "adcompile_builtin"
+
+
+def builtin_call(func: str, *args: ast.expr) -> ast.Call:
+    """``func(*args)`` calling the builtin ``func``, whatever the user's code names so."""
+    node = call(func, *args)
+    setattr(node.func, BUILTIN_MARK, True)
+    return node
+
+
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
@@ -211,6 +223,8 @@ def clone_located(node: object) -> object:
         for name in cls._attributes:
             if hasattr(node, name):
                 setattr(new, name, getattr(node, name))
+        if cls is ast.Name and getattr(node, BUILTIN_MARK, False):
+            setattr(new, BUILTIN_MARK, True)
         return new
     if cls is list:
         return [clone_located(item) for item in node]

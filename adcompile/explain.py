@@ -20,6 +20,7 @@ an inlined line, else null), ``source`` (the line's text), ``target``, ``formula
 from __future__ import annotations
 
 import ast
+import builtins
 import inspect
 import math
 import os
@@ -30,7 +31,7 @@ from typing import Any
 
 from . import messages
 from .api import resolve_wrt
-from .astutil import clone, names_in, substitute
+from .astutil import BUILTIN_MARK, clone, clone_located, names_in, substitute
 from .errors import UnsupportedSyntaxError
 from .ir import (
     Apply,
@@ -263,7 +264,7 @@ def _json_number(value: Any) -> Any:
     # JSON has no nan or inf: they become null, as JSON.stringify does.
     if isinstance(value, float) and not math.isfinite(value):
         return None
-    if isinstance(value, tuple | list):  # a sequence parameter, or a sequence being looped
+    if isinstance(value, tuple | list | range):  # a sequence parameter, or one being looped
         return [_json_number(item) for item in value]
     return value
 
@@ -325,6 +326,7 @@ class _Interpreter:
         self.activity: Activity = analyze_activity(core, list(wrt))
         self.namespace: dict[str, Any] = {core.math_alias: math, "math": math}
         self.namespace.update(core.constants)
+        self.namespace[_BUILTINS] = builtins
         self.env: dict[str, Any] = {}
         self.labels: dict[str, ast.expr] = {}
         self.producers: dict[str, Operand] = {}
@@ -827,13 +829,29 @@ def _eval(expr: ast.expr, scope: dict[str, Any]) -> Any:
 _CODE: dict[int, tuple[ast.expr, Any]] = {}
 
 
+# The builtins module, under a name no variable has: the compiler's own calls (`len` in
+# `range(len(seq))`) read the builtin through it, even where a user's name hides it.
+_BUILTINS = "__adcompile_builtins__"
+
+
+class _BuiltinsSpelledOut(ast.NodeTransformer):
+    """``len`` written by the compiler becomes ``__adcompile_builtins__.len``."""
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        if not getattr(node, BUILTIN_MARK, False):
+            return node
+        owner = ast.Name(id=_BUILTINS, ctx=ast.Load())
+        return ast.copy_location(ast.Attribute(value=owner, attr=node.id, ctx=ast.Load()), node)
+
+
 def _compiled(expr: ast.expr) -> Any:
     """Compiled code for an expression of the core form or of a rule (they live on)."""
     cached = _CODE.get(id(expr))
     if cached is None or cached[0] is not expr:
         if len(_CODE) > 50_000:  # each explanation lowers afresh: keep the cache bounded
             _CODE.clear()
-        tree = ast.fix_missing_locations(ast.Expression(body=clone(expr)))
+        body = _BuiltinsSpelledOut().visit(clone_located(expr))
+        tree = ast.fix_missing_locations(ast.Expression(body=body))
         cached = _CODE[id(expr)] = (expr, compile(tree, "<adcompile explain>", "eval"))
     return cached[1]
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import messages
-from .astutil import call
+from .astutil import builtin_call
 from .errors import UnsupportedSyntaxError
 from .names import NameTable
 from .source import FunctionSource
@@ -102,16 +102,16 @@ class IterationRewriter:
             for name, path in self._bindings(t)
         ]
         lengths = [
-            _located(call("len", _name(s)), sequence)
+            _located(builtin_call("len", _name(s)), sequence)
             for s, sequence in zip(seq_names, sequences, strict=True)
         ]
-        length = lengths[0] if len(lengths) == 1 else call("min", *lengths)
+        length = lengths[0] if len(lengths) == 1 else builtin_call("min", *lengths)
         if kind == "reversed":
             minus_one = ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=1))
             start = ast.BinOp(left=length, op=ast.Sub(), right=ast.Constant(value=1))
-            bounds = call("range", start, minus_one, minus_one)
+            bounds = builtin_call("range", start, minus_one, minus_one)
         else:
-            bounds = call("range", length)
+            bounds = builtin_call("range", length)
         loop = ast.For(target=_name(index, True), iter=bounds, body=body + stmt.body, orelse=[])
         return SequenceLoop(prelude, _located(loop, stmt), new_locals)
 
@@ -197,7 +197,7 @@ class IterationRewriter:
         if kind == "sum":
             return ast.BinOp(left=_name(acc), op=ast.Add(), right=element)
         first = ast.Compare(left=_name(acc), ops=[ast.Is()], comparators=[ast.Constant(None)])
-        both = call(kind, _name(acc), element)
+        both = builtin_call(kind, _name(acc), element)
         return ast.IfExp(test=first, body=element, orelse=both)
 
 

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from . import messages
 from .aliasing import OwnedArrays, shared_name
-from .astutil import call, clone_located, load, walk
+from .astutil import BUILTIN_MARK, builtin_call, clone_located, load, walk
 from .calls import Binding, bind_arguments, check_cycle, relabel
 from .desugar import Desugar
 from .errors import AdcompileError, NoDerivativeError, UnsupportedSyntaxError
@@ -594,7 +594,7 @@ class Lowerer(ArrayLowering):
     def _loop_runs(self, bounds: list[Atom], line: int) -> str:
         """A recorded condition: does ``range(*bounds)`` run at least once?"""
         ran = self.names.numbered("cond")
-        count = call("len", call("range", *[atom_expr(b) for b in bounds]))
+        count = builtin_call("len", builtin_call("range", *[atom_expr(b) for b in bounds]))
         test = ast.Compare(left=count, ops=[ast.Gt()], comparators=[ast.Constant(value=0)])
         reads = frozenset(b.name for b in bounds if isinstance(b, Var))
         self.block.append(Opaque(ran, test, reads, line))
@@ -1104,6 +1104,8 @@ class Lowerer(ArrayLowering):
             return self._resolve_attribute(func)
         if not isinstance(func, ast.Name):
             raise self._error(UnsupportedSyntaxError, func, messages.COMPLEX_CALLEE)
+        if getattr(func, BUILTIN_MARK, False):  # written by the compiler: the builtin itself
+            return getattr(builtins, func.id), builtin_call(func.id).func
         if func.id in self.locals:
             raise self._error(UnsupportedSyntaxError, func, messages.LOCAL_CALLEE)
         value = self._resolve_global(func)
@@ -1135,6 +1137,9 @@ class Lowerer(ArrayLowering):
             name = getattr(value, "__name__", None)
             if name and getattr(module, name, None) is value:
                 return self._module_member(module, name, node)
+        name = getattr(value, "__name__", None)
+        if name and getattr(builtins, name, None) is value:  # `len`, or its alias `len_1`
+            return builtin_call(name).func
         return load(node.id)
 
     def _renderable_callee(self, value: object) -> bool:

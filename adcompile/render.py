@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from .astutil import BLOCK_STATEMENTS, rename_in_place
 from .errors import UnsupportedSyntaxError
+from .hidden_builtins import alias_hidden_builtins
 from .ir import CoreFunction, Site
 from .notes import instrument
 from .reverse import ADJOINT, FORWARD
@@ -220,24 +221,26 @@ def _to_source(statements: list[ast.stmt]) -> str:
 
 def render_module(functions: list[GeneratedFunction], header: str) -> str:
     """The source text of a module holding the generated functions."""
+    core = functions[0].core
+    constants: dict[str, object] = {}
+    for gen in functions:
+        constants.update(gen.core.constants)
+    helpers = helper_definitions(core) if core.helpers else []
+    aliases = _builtin_aliases(functions, helpers, constants)
     code, attribute_owners = _render([_function_def(gen) for gen in functions])
     prelude: list[ast.stmt] = []
-    core = functions[0].core
     if core.math_alias in attribute_owners:
         alias = None if core.math_alias == "math" else core.math_alias
         prelude.append(ast.Import(names=[ast.alias(name="math", asname=alias)]))
     if core.array_mode:
         prelude.append(ast.Import(names=[ast.alias(name="numpy", asname=core.numpy_alias)]))
-    constants: dict[str, object] = {}
-    for gen in functions:
-        constants.update(gen.core.constants)
+    prelude += aliases  # before the constants, which may be what hides a builtin
     arrays = {name: value for name, value in constants.items() if _is_array(value)}
     for name, value in sorted(constants.items()):
         if name in arrays:
             continue
         target = ast.Name(id=name, ctx=ast.Store())
         prelude.append(ast.Assign(targets=[target], value=_constant_literal(value), lineno=0))
-    helpers = helper_definitions(core) if core.helpers else []
     if helpers:
         code = f"{_to_source(helpers)}\n\n{code}"
     if prelude:  # as astor lays out a module: two blank lines before the first def
@@ -245,6 +248,25 @@ def render_module(functions: list[GeneratedFunction], header: str) -> str:
     if arrays:
         code = _external_arrays_comment(arrays) + code
     return f"{header}\n{code}"
+
+
+def _builtin_aliases(
+    functions: list[GeneratedFunction], helpers: list[ast.stmt], constants: dict[str, object]
+) -> list[ast.stmt]:
+    """``len_1 = len`` for each builtin the code calls that a user's name hides."""
+    trees: list[ast.AST] = list(helpers)
+    user_names = set(constants)
+    for gen in functions:
+        trees += [*gen.statements, gen.returns]
+        user_names.update(gen.source.param_names(), gen.extra_params)
+    source = functions[0].source
+    aliases = alias_hidden_builtins(
+        trees, user_names, source.text_of(source.node), functions[0].core.names.fresh
+    )
+    if aliases:
+        note = "builtins the code calls, under other names: the function's own names hide them"
+        aliases.insert(0, CommentLine(note))
+    return aliases
 
 
 def _is_array(value: object) -> bool:

@@ -102,6 +102,18 @@ def test_names_of_helpers_and_numpy_do_not_collide_with_the_users(tmp_path: Path
     assert_grads_close(got, (np.full(3, 2.0), np.tile(x, (2, 1)), 6.0))
 
 
+def test_a_module_constant_hiding_a_builtin_the_helpers_call(tmp_path: Path) -> None:
+    source = (
+        "import numpy as np\nrange = 2.0\ndef f(x, b):\n    return np.sum((x + b) ** 2) * range\n"
+    )
+    fn = function_from_source(tmp_path, source, "f")
+    x = np.array([0.3, -0.7, 1.2])
+    for mode in ("reverse", "forward"):
+        got = grad(fn, mode=mode)(x, 0.5)
+        assert_grads_close(got, (4.0 * (x + 0.5), np.sum(4.0 * (x + 0.5))))
+    assert "range_1 = range\nrange = 2.0\n" in grad(fn).source
+
+
 def test_unused_leaves_get_zeros_and_the_structure_is_kept(tmp_path: Path) -> None:
     fn = function_from_source(
         tmp_path,

@@ -260,7 +260,9 @@ def test_json_of_nan_gradients_and_sequence_values_validates(tmp_path):
         tmp_path,
         "def power(x, p):\n    return x ** p\n\n\n"
         "def weighted(x, ws):\n    s = 0.0\n    for w in ws:\n        s = s + w * x\n"
-        "    return s\n",
+        "    return s\n\n\n"
+        "def horner(x):\n    s = 0.0\n    for i in reversed(range(1, 5)):\n"
+        "        s = s * x + i\n    return s\n",
     )
     nan_gradient = json.loads(explain(module.power, -2.0, 3.0).to_json())
     _check(nan_gradient, JSON_SCHEMA)
@@ -268,6 +270,10 @@ def test_json_of_nan_gradients_and_sequence_values_validates(tmp_path):
     sequence = json.loads(explain(module.weighted, 1.5, (1.0, 2.0), wrt="x").to_json())
     _check(sequence, JSON_SCHEMA)
     assert sequence["point"]["ws"] == [1.0, 2.0] and sequence["gradient"] == {"x": 3.0}
+    looped_range = json.loads(explain(module.horner, 0.5).to_json())  # a range value
+    _check(looped_range, JSON_SCHEMA)
+    assert [1, 2, 3, 4] in [step["value"] for step in looped_range["steps"]]
+    assert looped_range["gradient"]["x"] == pytest.approx(12.0 * 0.5**2 + 6.0 * 0.5 + 2.0)
 
 
 def test_schema_rejects_a_wrong_shape():

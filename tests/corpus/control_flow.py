@@ -1353,7 +1353,37 @@ def tuple_indexed_by_loop(x, w):
     return s
 
 
+def loop_names_hide_builtins(x, len, reversed):
+    # Parameters hiding builtins that the generated loops call: `range(len(...))` for the
+    # tuple, `reversed(...)` in the reverse sweep.
+    t = x
+    for c in (1.0, 2.0):
+        t = t * c * len + math.sin(t)
+    for _i in range(2):
+        t = math.sin(t) * reversed
+    return t
+
+
+def zip_with_a_local_named_min(x):
+    # A local hiding `min`, which the generated loop over zip calls.
+    min = 0.5
+    s = 0.0
+    for a, b in zip((1.0, 2.0, 3.0), (0.5, 0.25)):
+        s = s + a * x * min + b * s
+    return s
+
+
 ITERATION_FORMS = [
+    (
+        loop_names_hide_builtins,
+        [
+            {"x": 0.7, "len": 1.1, "reversed": 0.9},
+            {"x": -0.4, "len": 0.3, "reversed": 1.5},
+            {"x": 1.9, "len": -0.6, "reversed": 0.2},
+        ],
+        None,
+    ),
+    (zip_with_a_local_named_min, [{"x": 0.7}, {"x": -1.3}, {"x": 2.4}], None),
     (
         enumerate_weights,
         [{"x": 0.5, "w": (1.0, -2.0, 0.5)}, {"x": -1.2, "w": (0.3, 0.3)}, {"x": 1.7, "w": (2.0,)}],
