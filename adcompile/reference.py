@@ -433,6 +433,22 @@ def _shimmed_gradient(
     return result
 
 
+def one_sided_partials(
+    fn: Callable[..., Any], point: Mapping[str, object], name: str, dps: int = DEFAULT_DPS
+) -> tuple[float, float]:
+    """The left and the right derivative of ``fn`` along ``name`` at ``point`` (mpmath
+    one-sided differences): on a kink, a tie of ``min``/``max`` or a branch boundary they
+    differ, and the central difference of ``reference_gradient_mp`` is neither."""
+    args = complete_point(fn, point)
+    _check_perturbable(name, args[name])
+    along = _partial(mp_function(fn), args, name)
+    with mpmath.workdps(dps):
+        at = mpmath.mpf(args[name])
+        sides = [mpmath.diff(along, at, direction=side) for side in (-1, 1)]
+    left, right = (_as_real(name, side) for side in sides)
+    return left, right
+
+
 def reference_gradient_mp(
     fn: Callable[..., Any],
     point: Mapping[str, object],

@@ -132,6 +132,46 @@ def test_check_reports_a_wrong_rule(capsys, tmp_path):
     assert "MISMATCH" in out
 
 
+KINKS_FILE = """
+def clamp(x):
+    return min(x, 1.0) * 2
+
+
+def floor_sum(x):
+    s = 0.0
+    for i in range(3):
+        s = s + max(x, 1.0)
+    return s
+
+
+def square(x):
+    return x * x
+"""
+
+
+def test_check_accepts_a_one_sided_derivative_on_a_kink(capsys, tmp_path):
+    # SymPy takes Heaviside(0) = 1/2 at a tie of min/max and mpmath's central difference
+    # averages the two sides; the gradient follows the side Python's comparison picks.
+    target = tmp_path / "kinks.py"
+    target.write_text(KINKS_FILE)
+    assert main(["check", f"{target}:clamp", "--at", "x=1.0"]) == 0
+    out = capsys.readouterr().out
+    assert "OK: matches SymPy, and one-sided" in out
+    assert "(2.0 from the left, 0.0 from the right" in out and "gives the left one" in out
+    assert main(["check", f"{target}:floor_sum", "--at", "x=1.0"]) == 0
+    assert "(0.0 from the left, 3.0 from the right" in capsys.readouterr().out
+    assert main(["check", f"{target}:square", "--at", "x=nan"]) == 0  # SymPy refuses nan
+    assert "x=nan | nan      | nan" in capsys.readouterr().out
+
+    def wrong_min(a, b, result, g):
+        return (0.0 if b < a else 3.0 * g), (g if b < a else 0.0)  # neither side: 3 * 2
+
+    with active_rules().scope() as rules:
+        rules.register(min, wrong_min)
+        assert main(["check", f"{target}:clamp", "--at", "x=1.0"]) == 1
+    assert "MISMATCH" in capsys.readouterr().out
+
+
 def test_check_uses_random_points_when_none_are_given():
     result = run_cli("check", "examples/seed.py:f")
     assert result.returncode == 0
