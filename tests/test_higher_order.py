@@ -265,6 +265,18 @@ def test_nested_transforms_never_collide_with_user_names() -> None:
             assert_close(matrix[i][j], sympy_derivative(collide, args, a, b), f"d2/d{a}d{b}")
 
 
+def power(x, y):
+    return x**y
+
+
+def test_hessian_of_a_power_with_a_negative_base_is_nan_throughout() -> None:
+    # d(x**y)/dy has no real value for x < 0: nan, and so is every derivative of it (jax too).
+    assert grad(power)(-2.0, 3.0)[0] == 12.0 and math.isnan(grad(power)(-2.0, 3.0)[1])
+    matrix = hessian(power)(-2.0, 3.0)
+    assert all(math.isnan(entry) for row in matrix for entry in row), matrix
+    assert_close(hessian(power)(2.0, 3.0)[0][1], sympy_derivative(power, (2.0, 3.0), "x", "y"), "h")
+
+
 def test_hessian_source_is_a_standalone_module() -> None:
     compiled = hessian(collide)
     namespace: dict[str, Any] = {}

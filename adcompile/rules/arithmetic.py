@@ -58,10 +58,11 @@ def pos(a, result, g):
 def power(a, b, result, g):
     # d(a**b)/da is 0 where b == 0 (a**0 is 1 for every a), even at a == 0 where the general
     # formula would raise (0.0 ** -1). d(a**b)/db = a**b * log(a): 0 at a == 0 (from the
-    # right), undefined (nan) for a < 0.
+    # right), undefined (nan) for a < 0: `g * result * nan`, so that its derivatives (a Hessian's
+    # row) are nan too, as JAX gives, not the 0 of a constant.
     return (
         g * b * a ** (b - 1) if b != 0 else 0.0,
-        g * result * math.log(a) if a > 0 else (0.0 if a == 0 else math.nan),
+        g * result * math.log(a) if a > 0 else (0.0 if a == 0 else g * result * math.nan),
     )
 
 
