@@ -37,8 +37,14 @@ def _assign(name: str, value: ast.expr) -> ast.Assign:
     return ast.Assign(targets=[_name(name, True)], value=value)
 
 
-def _item(sequence: str, index: str) -> ast.Subscript:
-    return ast.Subscript(value=_name(sequence), slice=_name(index), ctx=ast.Load())
+def _item(sequence: str, position: ast.expr) -> ast.Subscript:
+    return ast.Subscript(value=_name(sequence), slice=position, ctx=ast.Load())
+
+
+def _from_end(counter: str) -> ast.expr:
+    """``-1 - counter``: the position of item ``counter`` counted from the end."""
+    minus_one = ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=1))
+    return ast.BinOp(left=minus_one, op=ast.Sub(), right=_name(counter))
 
 
 def _item_at(item: ast.expr, path: tuple[int, ...]) -> ast.expr:
@@ -79,14 +85,11 @@ class IterationRewriter:
         """``for <targets> in <seq | enumerate | zip | reversed>`` as an index loop."""
         iterator, target = stmt.iter, stmt.target
         kind = self._iteration_kind(iterator)
+        start, backwards = None, kind == "reversed"  # enumerate's start; items from the end
         if kind == "enumerate":
-            index_element, value_element = self._elements(target, 2)
-            index_target, inner = self._single(index_element), iterator.args[0]
-            if self._iteration_kind(inner) == "zip":  # enumerate(zip(a, b)): i, (x, y)
-                value_targets = self._elements(value_element, len(inner.args))
-                sequences = list(inner.args)
-            else:
-                value_targets, sequences = [value_element], [inner]
+            index_target, value_targets, sequences, start, backwards = self._enumerated(
+                iterator, target
+            )
         elif kind == "zip":
             index_target, value_targets = None, self._elements(target, len(iterator.args))
             sequences = list(iterator.args)
@@ -94,13 +97,21 @@ class IterationRewriter:
             index_target, value_targets = None, [target]
             sequences = [iterator.args[0] if kind == "reversed" else iterator]
         prelude, seq_names, new_locals = self._sequence_names(sequences)
-        index = index_target or self.names.fresh("k")
-        new_locals.add(index)
+        counter = index_target if start is None and index_target else self.names.fresh("k")
+        new_locals.add(counter)
+        # reversed(seq) counts down; enumerate(reversed(seq)) counts up and reads seq[-1 - k]
+        position = _from_end(counter) if backwards and kind == "enumerate" else _name(counter)
         body = [  # located at the sequence, where an error about reading it should point
-            _located(_assign(name, _item_at(_item(s, index), path)), sequence)
+            _located(_assign(name, _item_at(_item(s, position), path)), sequence)
             for t, s, sequence in zip(value_targets, seq_names, sequences, strict=True)
             for name, path in self._bindings(t)
         ]
+        if start is not None:  # enumerate(seq, start): the index is the count plus start
+            first = self.names.fresh("start")
+            prelude.append(_located(_assign(first, start), start))
+            count = ast.BinOp(left=_name(counter), op=ast.Add(), right=_name(first))
+            body.insert(0, _located(_assign(index_target, count), stmt))
+            new_locals |= {first, index_target}
         lengths = [
             _located(builtin_call("len", _name(s)), sequence)
             for s, sequence in zip(seq_names, sequences, strict=True)
@@ -108,22 +119,50 @@ class IterationRewriter:
         length = lengths[0] if len(lengths) == 1 else builtin_call("min", *lengths)
         if kind == "reversed":
             minus_one = ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=1))
-            start = ast.BinOp(left=length, op=ast.Sub(), right=ast.Constant(value=1))
-            bounds = builtin_call("range", start, minus_one, minus_one)
+            last = ast.BinOp(left=length, op=ast.Sub(), right=ast.Constant(value=1))
+            bounds = builtin_call("range", last, minus_one, minus_one)
         else:
             bounds = builtin_call("range", length)
-        loop = ast.For(target=_name(index, True), iter=bounds, body=body + stmt.body, orelse=[])
+        loop = ast.For(target=_name(counter, True), iter=bounds, body=body + stmt.body, orelse=[])
         return SequenceLoop(prelude, _located(loop, stmt), new_locals)
 
+    def _enumerated(
+        self, iterator: ast.Call, target: ast.expr
+    ) -> tuple[str, list[ast.expr], list[ast.expr], ast.expr | None, bool]:
+        """``enumerate(seq | zip(...) | reversed(seq), start)``: the index's name, the value
+        targets, the sequences, the start (None for 0) and whether items come from the end."""
+        index_element, value_element = self._elements(target, 2)
+        index_target, inner = self._single(index_element), iterator.args[0]
+        given = iterator.args[1:] + [keyword.value for keyword in iterator.keywords]
+        start = given[0] if given else None
+        inner_kind = self._iteration_kind(inner)
+        if inner_kind == "zip":  # enumerate(zip(a, b)): i, (x, y)
+            values = self._elements(value_element, len(inner.args))
+            return index_target, values, list(inner.args), start, False
+        if inner_kind == "reversed":
+            return index_target, [value_element], [inner.args[0]], start, True
+        return index_target, [value_element], [inner], start, False
+
     def _iteration_kind(self, iterator: ast.expr) -> str:
-        if isinstance(iterator, ast.Call) and not iterator.keywords:
-            callee = self.resolve(iterator.func)
-            for kind in ("enumerate", "zip", "reversed"):
-                if callee is getattr(builtins, kind):
-                    if kind != "zip" and len(iterator.args) != 1:
-                        raise self._error(iterator, messages.ITERATION_ARGUMENTS)
-                    return kind
+        if not isinstance(iterator, ast.Call):
+            return "sequence"
+        callee = self.resolve(iterator.func)
+        for kind in ("enumerate", "zip", "reversed"):
+            if callee is getattr(builtins, kind):
+                self._check_iteration_arguments(kind, iterator)
+                return kind
         return "sequence"
+
+    def _check_iteration_arguments(self, kind: str, iterator: ast.Call) -> None:
+        """enumerate(seq[, start]), zip(seq, ...), reversed(seq)."""
+        keywords = [keyword.arg for keyword in iterator.keywords]
+        if kind == "enumerate":
+            allowed = len(iterator.args) + len(keywords) in (1, 2) and keywords in ([], ["start"])
+            ok = allowed and len(iterator.args) >= 1
+        else:
+            ok = not keywords and (kind == "zip" or len(iterator.args) == 1)
+        if not ok:
+            raise self._error(iterator, messages.ITERATION_ARGUMENTS)
 
     def _single(self, target: ast.expr) -> str:
         if not isinstance(target, ast.Name):

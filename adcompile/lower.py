@@ -371,6 +371,11 @@ class Lowerer(ArrayLowering):
         for ret in returns:
             if ret.value is None:
                 raise self._error(UnsupportedSyntaxError, ret, messages.RETURN_NOTHING)
+            if isinstance(ret.value, _TUPLE_LIST) and ret is not body[-1]:
+                several = (
+                    messages.EARLY_RETURN_TUPLE if self.tuple_output else messages.RETURN_TUPLE
+                )
+                raise self._error(UnsupportedSyntaxError, ret.value, several)
         if falls_off_end(body):  # returns inside an `if` or a loop, none on some path
             last = body[-1]
             raise self._error(UnsupportedSyntaxError, last, messages.falls_off_end(last))

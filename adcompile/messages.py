@@ -32,6 +32,11 @@ def falls_off_end(last: ast.stmt) -> str:
 
 
 RETURN_NOTHING = "`return` needs a value: grad differentiates the returned number"
+EARLY_RETURN_TUPLE = (
+    "several values are returned only by the function's last statement: an early `return` "
+    "(in an `if` or a loop) gives one value; set variables on each path and return them once, "
+    "at the end"
+)
 RETURN_TUPLE = (
     "the function returns several values; grad needs one scalar output "
     "(return a single expression, e.g. their sum)"
@@ -73,7 +78,10 @@ FOR_ITERABLE = (
     "only `for i in range(...)` loops are supported; iterate over indices "
     "(`for i in range(len(xs))`) and read `xs[i]`"
 )
-ITERATION_ARGUMENTS = "enumerate() and reversed() take one sequence here"
+ITERATION_ARGUMENTS = (
+    "enumerate() takes a sequence and a start here, reversed() one sequence, zip() "
+    "sequences (no keywords)"
+)
 SEQUENCE_VALUE = (
     "tuples and lists of differentiated values are not supported yet: they carry no "
     "derivative; keep the values in separate variables (or iterate over constants)"

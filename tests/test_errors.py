@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from adcompile import AdcompileError, NoDerivativeError, UnsupportedSyntaxError, grad
+from adcompile import AdcompileError, NoDerivativeError, UnsupportedSyntaxError, grad, jacobian
 from tests.helpers import module_from_source
 
 U, N = UnsupportedSyntaxError, NoDerivativeError
@@ -63,6 +63,9 @@ CASES = [
     ("for i in range(3):\n    if x > i:\n        return x", "for i", U, "loop can finish"),
     ("while x > 0:\n    x = x - 1.0\n    return x", "while", U, "loop can finish"),
     ("while True:\n    if x > y:\n        break\n    return x", "while", U, "loop can finish"),
+    ("if x > y:\n    return y, x\nreturn x", "y, x", U, "grad needs one scalar"),
+    ("for i, v in enumerate((x, y), 1, 2):\n    x = x * v\nreturn x", "enumerate", U, "a start"),
+    ("for v in reversed((x, y), 1):\n    x = x * v\nreturn x", "reversed", U, "reversed() one"),
     # The return inside an unsupported block: the block is named, not a missing return.
     ("try:\n    return x\nexcept Exception:\n    return y", "try", U, "`try` is not"),
     ("with open('f') as h:\n    return x", "with", U, "`with` blocks are not"),
@@ -98,6 +101,16 @@ def _expected_position(text: str, needle: str) -> tuple[int, int]:
     line = text.count("\n", 0, offset) + 1
     col = offset - (text.rfind("\n", 0, offset) + 1) + 1
     return line, col
+
+
+def test_an_early_return_of_several_values_is_located(tmp_path):
+    body = "for i in range(4):\n    x = x * y\n    if x > 2.0:\n        return x, y\nreturn y, x"
+    module, text = _case_module(tmp_path, body)
+    with pytest.raises(UnsupportedSyntaxError) as info:
+        jacobian(module.f)
+    line, col = _expected_position(text, "x, y\n")
+    assert str(info.value).startswith(f"{module.__file__}:{line}:{col}: ")
+    assert "returned only by the function's last statement" in str(info.value)
 
 
 @pytest.mark.parametrize(("body", "needle", "cls", "fragment"), CASES, ids=[c[3] for c in CASES])

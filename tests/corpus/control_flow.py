@@ -1353,6 +1353,24 @@ def tuple_indexed_by_loop(x, w):
     return s
 
 
+def enumerate_from_one(x, w):
+    # A power series: enumerate's start gives the exponents 1, 2, 3, ...
+    s = 0.0
+    for n, c in enumerate(w, 1):
+        s = s + c * x**n
+    return s
+
+
+def enumerate_reversed_with_start(x):
+    # Items from the end, indices counting up from a start read once, before the loop.
+    first = 2
+    s = 0.0
+    for i, c in enumerate(reversed((0.5, -1.0, 2.0)), start=first):
+        s = s * x + c * i
+        first = first + 10
+    return s * x + first
+
+
 def loop_names_hide_builtins(x, len, reversed):
     # Parameters hiding builtins that the generated loops call: `range(len(...))` for the
     # tuple, `reversed(...)` in the reverse sweep.
@@ -1384,6 +1402,12 @@ ITERATION_FORMS = [
         None,
     ),
     (zip_with_a_local_named_min, [{"x": 0.7}, {"x": -1.3}, {"x": 2.4}], None),
+    (
+        enumerate_from_one,
+        [{"x": 0.5, "w": (1.0, -2.0, 0.5)}, {"x": -1.2, "w": (0.3,)}, {"x": 1.7, "w": ()}],
+        "x",
+    ),
+    (enumerate_reversed_with_start, [{"x": 0.5}, {"x": -1.2}, {"x": 1.7}], None),
     (
         enumerate_weights,
         [{"x": 0.5, "w": (1.0, -2.0, 0.5)}, {"x": -1.2, "w": (0.3, 0.3)}, {"x": 1.7, "w": (2.0,)}],
