@@ -191,6 +191,8 @@ def undefined_name(name: str) -> str:
 
 def global_not_number(name: str, value: object) -> str:
     """A global used as a value that is not a number."""
+    if type(value).__name__ == "ComputedGlobal":
+        return computed_global(name, value)
     if isinstance(value, list):
         return (
             f"`{name}` is a list, which may change after the gradient is compiled; make it a "
@@ -255,8 +257,19 @@ def wrong_arity(name: str, given: int, arities: list[int]) -> str:
 SEQUENCE_BUILTINS = frozenset({"sum", "min", "max", "len", "sorted", "any", "all"})
 
 
+def computed_global(name: str, value: object) -> str:
+    """A module-level name assigned from an expression, in a file read without running it."""
+    return (
+        f"`{name}` is computed at module level (`{name} = {value.expression}`), and a file "
+        "given as PATH.py is read without running it, so only literal constants are known; "
+        "write the value as a literal, or name the module (`package.module:FUNC`) to import it"
+    )
+
+
 def no_rule(name: str, value: object) -> str:
     """A call to something that has neither a rule nor supported source."""
+    if type(value).__name__ == "ComputedGlobal":
+        return computed_global(name, value)
     if isinstance(value, types.BuiltinFunctionType):
         hint = (
             "it takes a sequence, which carries no derivative; write `a + b + c`, add up in "

@@ -285,8 +285,8 @@ def external_arrays(functions: list[GeneratedFunction]) -> dict[str, object]:
 
 def _external_arrays_comment(arrays: dict[str, object]) -> str:
     lines = [
-        f"# {name}: a NumPy array, shape {value.shape}, {value.dtype}, taken from the "
-        "function's module at compile time (not written here)"
+        f"# {name}: a NumPy array, shape {value.shape}, {value.dtype}, read from the "
+        "function's module or closure at compile time (not written here)"
         for name, value in sorted(arrays.items())
     ]
     return "\n".join(lines) + "\n\n"

@@ -271,6 +271,17 @@ def literal_value(node: ast.expr) -> object | None:
     return value if isinstance(value, int | float | tuple) else None
 
 
+class ComputedGlobal:
+    """A module-level name a file assigns from an expression: unknown when the file is read
+    without running it (``adcompile dump PATH.py``)."""
+
+    def __init__(self, expression: str) -> None:
+        self.expression = expression
+
+    def __repr__(self) -> str:
+        return f"<computed at module level: {self.expression}>"
+
+
 def static_namespace(
     tree: ast.Module, filename: str = "", lines: list[str] = ()
 ) -> dict[str, object]:
@@ -295,10 +306,8 @@ def static_namespace(
             value = literal_value(stmt.value)
             for target in targets:
                 if isinstance(target, ast.Name):
-                    if value is None:
-                        names.pop(target.id, None)
-                    else:
-                        names[target.id] = value
+                    computed = ComputedGlobal(ast.unparse(stmt.value))
+                    names[target.id] = computed if value is None else value
     return names
 
 

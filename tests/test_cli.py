@@ -132,6 +132,15 @@ def test_check_reports_a_wrong_rule(capsys, tmp_path):
     assert "MISMATCH" in out
 
 
+def test_a_module_constant_computed_by_an_expression_is_named_as_such(capsys, tmp_path):
+    target = tmp_path / "computed.py"
+    target.write_text("K = 2 * 3.0\n\n\ndef f(x):\n    return K * x * x\n")
+    assert main(["dump", f"{target}:f"]) == 1
+    err = capsys.readouterr().err
+    assert f"{target}:5:12: error: `K` is computed at module level (`K = 2 * 3.0`)" in err
+    assert "package.module:FUNC" in err
+
+
 KINKS_FILE = """
 def clamp(x):
     return min(x, 1.0) * 2
