@@ -11,6 +11,7 @@ import ast
 import contextlib
 import gc
 import inspect
+import numbers
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -46,7 +47,7 @@ def resolve_wrt(params: list[str], wrt: Wrt, function_name: str) -> WrtChoice:
         if not params:
             raise ValueError(f"{function_name} has no parameters to differentiate with respect to")
         return WrtChoice(tuple(params), bare=len(params) == 1)
-    if isinstance(wrt, int | str):
+    if isinstance(wrt, numbers.Integral | str):  # NumPy integers are indices too
         return WrtChoice((_one_param(params, wrt, listing),), bare=True)
     if not isinstance(wrt, tuple | list):
         raise TypeError(
@@ -61,9 +62,10 @@ def resolve_wrt(params: list[str], wrt: Wrt, function_name: str) -> WrtChoice:
 
 
 def _one_param(params: list[str], item: object, listing: str) -> str:
-    if isinstance(item, bool) or not isinstance(item, int | str):
+    if isinstance(item, bool) or not isinstance(item, numbers.Integral | str):
         raise TypeError(f"wrt entries must be parameter names or indices, not {item!r}; {listing}")
-    if isinstance(item, int):
+    if isinstance(item, numbers.Integral):
+        item = int(item)
         if not -len(params) <= item < len(params):
             raise ValueError(f"wrt={item} is out of range; {listing}")
         return params[item]

@@ -39,6 +39,14 @@ def _private(args: tuple) -> tuple:
     return copy.deepcopy(args)
 
 
+def _check_count(fn: Callable[..., Any], primals: tuple) -> None:
+    """More primals than ``fn`` has parameters: a TypeError, as calling ``fn`` gives."""
+    params = load_function(fn).param_names()
+    if len(primals) > len(params):
+        name = getattr(fn, "__name__", "function")
+        raise TypeError(f"{name}() takes {len(params)} arguments but {len(primals)} were given")
+
+
 def _hashable(wrt: Wrt) -> object:
     return tuple(wrt) if isinstance(wrt, list) else wrt
 
@@ -55,7 +63,7 @@ def _completer(fn: Callable[..., Any]) -> Callable[[tuple], tuple]:
 
     def complete(args: tuple, keywords: dict[str, Any] | None = None) -> tuple:
         if keywords:  # by name, as the primal's signature allows
-            args = _by_position(name, params, args, keywords)
+            args = _by_position(name, params, defaults, args, keywords)
         missing = len(params) - len(args)
         if missing <= 0:
             return args
@@ -67,8 +75,11 @@ def _completer(fn: Callable[..., Any]) -> Callable[[tuple], tuple]:
     return complete
 
 
-def _by_position(name: str, params: list[str], args: tuple, keywords: dict[str, Any]) -> tuple:
-    """``args`` and ``keywords`` as positional arguments, up to the last one given."""
+def _by_position(
+    name: str, params: list[str], defaults: tuple, args: tuple, keywords: dict[str, Any]
+) -> tuple:
+    """``args`` and ``keywords`` as positional arguments, up to the last one given; a parameter
+    skipped before it takes its default, as Python binds ``f(1.0, z=5.0)``."""
     given = dict(zip(params, args, strict=False))
     for key, value in keywords.items():
         if key not in params:
@@ -76,10 +87,13 @@ def _by_position(name: str, params: list[str], args: tuple, keywords: dict[str, 
         if key in given:
             raise TypeError(f"{name}() got multiple values for argument {key!r}")
         given[key] = value
+    first_default = len(params) - len(defaults)
+    for index, param in enumerate(params[first_default:]):
+        given.setdefault(param, defaults[index])
     count = max(params.index(key) for key in given) + 1
-    if any(p not in given for p in params[:count]):
-        absent = ", ".join(p for p in params[:count] if p not in given)
-        raise TypeError(f"{name}() missing argument(s) {absent} before ones given by name")
+    absent = [p for p in params[:count] if p not in given]
+    if absent:
+        raise TypeError(f"{name}() missing required argument(s): {', '.join(absent)}")
     return tuple(given[p] for p in params[:count])
 
 
@@ -88,12 +102,14 @@ def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError(f"jvp got {len(primals)} primals but {len(tangents)} tangents")
+    _check_count(fn, primals)
     generated = _cached(fn, "jvp", list(range(len(primals))) or None)
     return generated(*_completer(fn)(primals), *tangents)
 
 
 def vjp(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tuple]]:
     """``(fn(*primals), pullback)``; ``pullback(ct)`` is one cotangent per argument."""
+    _check_count(fn, primals)
     generated = _cached(fn, "vjp", list(range(len(primals))) or None)
     outputs = generated.adcompile_outputs
     value = fn(*_private(primals))

@@ -112,6 +112,12 @@ def test_wrt_of_wrong_type_is_type_error(seed):
         grad(seed, wrt=1.5)
 
 
+def test_numpy_integers_are_indices_in_wrt(seed):
+    np = pytest.importorskip("numpy")
+    assert grad(seed, wrt=np.int64(2))(4.0, -3.0, 5.0) == grad(seed, wrt=2)(4.0, -3.0, 5.0)
+    assert grad(seed, wrt=(np.int32(0), 1))(4.0, -3.0, 5.0) == (5.0, 5.0)
+
+
 def test_function_without_parameters_is_rejected(tmp_path):
     f = function_from_source(tmp_path, "def f():\n    return 1.0\n")
     with pytest.raises(ValueError, match="no parameters"):

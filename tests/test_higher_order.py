@@ -397,8 +397,22 @@ def test_transforms_fill_in_defaults_the_call_leaves_out(tmp_path) -> None:
     assert jacobian(cubic)(x=2.0, y=3.0) == pytest.approx(tuple(gradient), rel=1e-12)
     for got, want in zip(hessian(cubic)(x=2.0), second, strict=True):
         assert got == pytest.approx(tuple(want), rel=1e-12)
-    with pytest.raises(TypeError, match="missing argument"):
+    with pytest.raises(TypeError, match="missing required argument"):
         hessian(cubic)(y=3.0)
+
+
+def three_defaults(x, y=2.0, z=3.0):
+    return x * x * y * z
+
+
+def test_a_keyword_call_may_skip_a_parameter_with_a_default() -> None:
+    # f(1.0, z=5.0): y takes its default, as Python binds the call.
+    assert grad(three_defaults)(1.0, z=5.0) == (20.0, 5.0, 2.0)
+    for mode in ("reverse", "forward"):
+        assert jacobian(three_defaults, mode=mode)(1.0, z=5.0) == (20.0, 5.0, 2.0)
+    assert hessian(three_defaults, wrt="x")(1.0, z=5.0) == 20.0
+    with pytest.raises(TypeError, match=r"takes 3 arguments but 4 were given"):
+        jvp(three_defaults, (1.0, 2.0, 3.0, 4.0), (1.0, 0.0, 0.0, 0.0))
 
 
 def test_results_of_hessian_and_jacobian_say_how_to_go_higher(tmp_path) -> None:

@@ -41,8 +41,10 @@ def atan(x, result, g):
 
 @rule(math.atan2)
 def atan2(y, x, result, g):
-    r2 = x * x + y * y
-    return g * x / r2, -g * y / r2
+    # Over r = hypot(x, y) twice: x * x + y * y underflows to 0 near 1e-160 and overflows
+    # near 1e154, where the partials are still ordinary numbers.
+    r = math.hypot(x, y)
+    return g * (x / r) / r, -g * (y / r) / r
 
 
 @rule(math.sinh)
@@ -62,12 +64,13 @@ def tanh(x, result, g):
 
 @rule(math.asinh)
 def asinh(x, result, g):
-    return g / math.sqrt(x * x + 1.0)
+    return g / math.hypot(x, 1.0)  # sqrt(x * x + 1), without overflow beyond 1e154
 
 
 @rule(math.acosh)
 def acosh(x, result, g):
-    return g / math.sqrt(x * x - 1.0)
+    # sqrt(x * x - 1) without overflow beyond 1e154, and without cancellation near 1
+    return g / (math.sqrt(x - 1.0) * math.sqrt(x + 1.0))
 
 
 @rule(math.atanh)
@@ -82,7 +85,8 @@ def exp(x, result, g):
 
 @rule(math.expm1)
 def expm1(x, result, g):
-    return g * (result + 1.0)
+    # Not `result + 1.0`: for x below about -20 that cancels to 0 (expm1 is for precision).
+    return g * math.exp(x)
 
 
 @rule(math.log)
