@@ -11,6 +11,7 @@ number of times.
 from __future__ import annotations
 
 import copy
+import functools
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -164,9 +165,13 @@ def jacobian(fn: Callable[..., Any], wrt: Wrt = None, mode: str = "reverse") -> 
         if mode == "reverse" and outputs is None:
             value = fn(*_private(args))
             if getattr(value, "ndim", 0) > 0:
-                partials = _array_jacobian(generated, args, value, choice.names, params)
+                pullback = functools.partial(generated, *args)
+                partials = _array_jacobian(pullback, args, value, choice.names, params)
                 return partials[0] if choice.bare else partials
-        table = rows(args)
+        table = None
+        if mode == "reverse" and outputs is not None and arrays:
+            table = _array_rows(generated, args, fn(*_private(args)), choice.names, params)
+        table = table or rows(args)
         shaped = [row[0] if choice.bare else tuple(row) for row in table]
         return shaped[0] if outputs is None else tuple(shaped)
 
@@ -177,8 +182,33 @@ def jacobian(fn: Callable[..., Any], wrt: Wrt = None, mode: str = "reverse") -> 
     return jacobian_of
 
 
-def _array_jacobian(
+def _array_rows(
     generated: Callable[..., Any],
+    args: tuple,
+    values: tuple,
+    wrt: tuple[str, ...],
+    params: list[str],
+) -> list[tuple] | None:
+    """Reverse mode, a tuple output with NumPy array elements: each element's row by one
+    vector-Jacobian product per entry (a unit cotangent there, zeros in the others). None if
+    every element is a number (the usual rows then)."""
+    if not any(getattr(value, "ndim", 0) > 0 for value in values):
+        return None
+    count, table = len(values), []
+    for k, value in enumerate(values):
+
+        def pullback(cotangent: Any, k: int = k) -> tuple:
+            return generated(*args, *[cotangent if i == k else 0.0 for i in range(count)])
+
+        if getattr(value, "ndim", 0) > 0:
+            table.append(_array_jacobian(pullback, args, value, wrt, params))
+        else:
+            table.append(tuple(pullback(1.0)))
+    return table
+
+
+def _array_jacobian(
+    pullback: Callable[[Any], tuple],
     args: tuple,
     value: Any,
     wrt: tuple[str, ...],
@@ -198,7 +228,7 @@ def _array_jacobian(
     for i in range(value.size):
         cotangent = np.zeros(value.shape, dtype=np.result_type(value, 1.0))
         cotangent.flat[i] = 1.0
-        for column, partial in zip(columns, generated(*args, cotangent), strict=True):
+        for column, partial in zip(columns, pullback(cotangent), strict=True):
             column.append(partial)
     return tuple(
         np.reshape(np.stack(column), value.shape + np.shape(given))

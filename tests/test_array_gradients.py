@@ -614,6 +614,31 @@ def test_forward_mode_jacobian_of_arrays_matches_reverse_mode() -> None:
         np.testing.assert_allclose(by_columns, by_rows, rtol=1e-12, atol=1e-15)
 
 
+def loss_and_prediction(w, X):
+    pred = X @ w
+    return np.sum(pred**2), pred
+
+
+def test_reverse_jacobian_of_a_tuple_with_an_array_element_matches_forward_mode() -> None:
+    rng = np.random.default_rng(5)
+    w, X = rng.normal(size=3), rng.normal(size=(4, 3))
+    for wrt in (0, 1, None):
+        forward = adcompile.jacobian(loss_and_prediction, wrt=wrt, mode="forward")(w, X)
+        reverse = adcompile.jacobian(loss_and_prediction, wrt=wrt)(w, X)
+        flat_r = [np.asarray(p) for p in _leaves(reverse)]
+        flat_f = [np.asarray(p) for p in _leaves(forward)]
+        assert [p.shape for p in flat_r] == [p.shape for p in flat_f]
+        for a, b in zip(flat_r, flat_f, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(adcompile.jacobian(loss_and_prediction, wrt=0)(w, X)[1], X)
+
+
+def _leaves(tree: object) -> list:
+    if isinstance(tree, tuple | list):
+        return [leaf for item in tree for leaf in _leaves(item)]
+    return [tree]
+
+
 def shifted_cube(x, w):
     x += w  # NumPy changes the caller's array; the transforms must not
     return np.sum(x**3)
