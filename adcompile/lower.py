@@ -1114,6 +1114,10 @@ class Lowerer(ArrayLowering):
         if func.id in self.locals:
             raise self._error(UnsupportedSyntaxError, func, messages.LOCAL_CALLEE)
         value = self._resolve_global(func)
+        if self.array_mode and value in (builtins.abs, builtins.pow):
+            # On arrays they are np.abs and np.power, whose rules work elementwise; the
+            # scalar rules branch on `x > 0`, which an array cannot answer.
+            value = self.numpy.abs if value is builtins.abs else self.numpy.power
         helper = helper_name(value) if self.array_mode else None
         if helper:  # generated array code differentiated again: its helpers are primitives
             return canonical_helper(helper), ast.Name(id=self._helper_alias(helper), ctx=ast.Load())

@@ -18,13 +18,15 @@ from __future__ import annotations
 import ast
 import operator
 import types
+from collections.abc import Mapping
 
 from . import messages
 from .astutil import walk
-from .errors import NoDerivativeError, UnsupportedSyntaxError
+from .errors import AdcompileError, NoDerivativeError, UnsupportedSyntaxError
 from .ir import ARG_PLACEHOLDER, Apply, Copy, Opaque, Var, helper_alias
 from .rules import Rule
 from .rules.registry import REQUIRED, array_rules, lookup_rule
+from .source import StaticFunction, load_function
 
 # Array methods and the NumPy function whose rule each one takes (``x.sum()`` is np.sum(x)).
 METHODS = ("sum", "mean", "max", "min", "prod", "reshape", "transpose", "dot")
@@ -67,8 +69,17 @@ def uses_numpy(node: ast.AST, namespace: dict[str, object], local: set[str]) -> 
     Array-only syntax: ``a @ b``, an attribute or method of a local value (``x.T``,
     ``x.sum()``), or a local indexed by a constant key (``params["W1"]``, ``pair[0]``).
     """
+    return _uses_numpy(node, namespace, local, set())
+
+
+def _uses_numpy(
+    node: ast.AST, namespace: Mapping[str, object], local: set[str], seen: set[int]
+) -> bool:
+    """``uses_numpy``, and true too if a function of the user's that it names (a helper the
+    objective calls: ``data_loss(w, b) + l2(w)``) is array code; ``seen`` breaks cycles."""
     array_syntax = False
     looked_up = set(local)  # each outside name once: `math` is read at every call
+    called: set[str] = set()  # names of called functions: user helpers are inlined
     for child in walk(node):
         cls = child.__class__
         if cls is ast.Name:
@@ -76,11 +87,39 @@ def uses_numpy(node: ast.AST, namespace: dict[str, object], local: set[str]) -> 
                 looked_up.add(child.id)
                 if is_numpy(namespace.get(child.id)):
                     return True
+        elif cls is ast.Call:
+            if child.func.__class__ is ast.Name and child.func.id not in local:
+                called.add(child.func.id)
         elif cls is ast.BinOp:
             array_syntax = array_syntax or isinstance(child.op, ast.MatMult)
         elif cls is ast.Attribute or cls is ast.Subscript:
             array_syntax = array_syntax or _on_local_name(child, local)
-    return array_syntax and _numpy_available()
+    if array_syntax:
+        return _numpy_available()
+    helpers = [namespace.get(name) for name in sorted(called)]
+    return any(_helper_uses_numpy(helper, seen) for helper in helpers if _is_user_code(helper))
+
+
+def _is_user_code(value: object) -> bool:
+    if value.__class__ is StaticFunction:
+        return True
+    package = (getattr(value, "__module__", None) or "").split(".")[0]
+    return value.__class__ is types.FunctionType and package != "adcompile"  # not `grad`
+
+
+def _helper_uses_numpy(helper: object, seen: set[int]) -> bool:
+    if id(helper) in seen or getattr(helper, "adcompile_recipe", None) is not None:
+        return False  # a cycle, or generated code (its helpers are known primitives)
+    seen.add(id(helper))
+    try:
+        fs = helper.source() if isinstance(helper, StaticFunction) else load_function(helper)
+    except (AdcompileError, TypeError):  # no source to read: lowering it will say so
+        return False
+    from .lower import assigned_names  # the lowering imports this module
+
+    body = fs.node.body if isinstance(fs.node.body, list) else [fs.node.body]
+    local = set(fs.param_names()) | assigned_names(body)
+    return _uses_numpy(fs.node, fs.namespace, local, seen)
 
 
 def _on_local_name(node: ast.Attribute | ast.Subscript, local: set[str]) -> bool:

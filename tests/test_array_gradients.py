@@ -614,6 +614,46 @@ def test_forward_mode_jacobian_of_arrays_matches_reverse_mode() -> None:
         np.testing.assert_allclose(by_columns, by_rows, rtol=1e-12, atol=1e-15)
 
 
+HELPERS_ONLY_SOURCE = """
+import numpy as np
+
+
+def data_loss(w, b, X, Y):
+    return np.mean((X @ w + b - Y) ** 2)
+
+
+def l2(w):
+    return np.sum(w ** 2)
+
+
+def objective(w, b, X, Y):
+    return data_loss(w, b, X, Y) + 0.01 * l2(w)
+"""
+
+
+def test_an_objective_naming_numpy_only_in_its_helpers_is_array_code(tmp_path: Path) -> None:
+    from tests.helpers import module_from_source
+
+    module = module_from_source(tmp_path, HELPERS_ONLY_SOURCE)
+    rng = np.random.default_rng(8)
+    args = (rng.normal(size=2), 0.3, rng.normal(size=(5, 2)), rng.normal(size=5))
+    for mode in ("reverse", "forward"):
+        gradient = grad(module.objective, wrt=(0, 1), mode=mode)
+        check_gradient(module.objective, gradient, args, (0, 1))
+
+
+def builtin_abs_and_pow(x, y):
+    return np.sum(abs(x) * 0.5 + pow(np.abs(x) + 1.0, y))
+
+
+def test_builtin_abs_and_pow_on_arrays_work_elementwise() -> None:
+    # The scalar rules branch on `x > 0`; on arrays these are np.abs and np.power.
+    x, y = np.array([0.5, -1.5, 2.0]), np.array([0.3, 1.7, -0.4])
+    for mode in ("reverse", "forward"):
+        gradient = grad(builtin_abs_and_pow, wrt=(0, 1), mode=mode)
+        check_gradient(builtin_abs_and_pow, gradient, (x, y), (0, 1))
+
+
 def loss_and_prediction(w, X):
     pred = X @ w
     return np.sum(pred**2), pred
