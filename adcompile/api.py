@@ -358,6 +358,13 @@ def _differentiable_version(fn: Callable[..., Any]) -> Callable[..., Any]:
         return fn
     if recipe.kind not in ("grad", "value_and_grad"):
         return fn
+    if is_array_code(load_function(recipe.primal)):  # its forward twin loops over elements
+        name = getattr(recipe.primal, "__name__", "f")
+        raise TypeError(
+            f"the gradient of {name} records its loops on stacks, and for NumPy code no "
+            f"twin without them can be compiled again; for second derivatives use "
+            f"hessian({name}), which takes forward mode over this gradient"
+        )
     return compile_transform(recipe.primal, recipe.kind, recipe.wrt, "forward")
 
 

@@ -328,3 +328,19 @@ def test_hessian_of_a_linear_function_of_a_structure_is_zero_blocks() -> None:
     (aa, ab), (ba, bb) = hessian(linear_pair)((np.ones(3), 0.5))
     assert [np.shape(v) for v in (aa, ab, ba, bb)] == [(3, 3), (3,), (3,), ()]
     assert not any(np.any(v) for v in (aa, ab, ba, bb))
+
+
+def looped_tanh(s, x):
+    h = x
+    for _i in range(3):
+        h = np.tanh(s * h + 0.1)
+    return np.sum(h**2)
+
+
+def test_grad_of_a_looped_array_gradient_points_to_hessian() -> None:
+    with pytest.raises(TypeError, match=r"use hessian\(looped_tanh\)"):
+        grad(grad(looped_tanh, wrt="s"), wrt="s")
+    x, step = np.array([0.3, -0.8, 1.1]), 1e-5
+    gradient = grad(looped_tanh, wrt="s")
+    central = (gradient(0.7 + step, x) - gradient(0.7 - step, x)) / (2 * step)
+    assert hessian(looped_tanh, wrt="s")(0.7, x) == pytest.approx(central, rel=1e-7)
