@@ -953,6 +953,9 @@ class Lowerer(ArrayLowering):
         if helper_name(callee):  # in a generated gradient, differentiated again
             message = messages.no_second_derivative(helper_name(callee))
             raise self._error(NoDerivativeError, node, message)
+        if callee is builtins.len:  # a length: never depends on the values, like x.shape
+            self._opaque(node, target)
+            return
         arities = self.rules.arities(callee)
         if self.array_mode and is_numpy(callee):
             arities = []  # array rules were tried with every arity and static arguments

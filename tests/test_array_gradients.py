@@ -642,6 +642,15 @@ def test_an_objective_naming_numpy_only_in_its_helpers_is_array_code(tmp_path: P
         check_gradient(module.objective, gradient, args, (0, 1))
 
 
+def mean_square_by_len(x):
+    return np.sum(x**2) / len(x)
+
+
+def test_len_of_an_array_is_a_constant_like_its_shape() -> None:
+    x = np.array([1.0, -2.0, 3.0, 0.5])
+    check_gradient(mean_square_by_len, grad(mean_square_by_len, wrt=(0,)), (x,), (0,))
+
+
 def builtin_abs_and_pow(x, y):
     return np.sum(abs(x) * 0.5 + pow(np.abs(x) + 1.0, y))
 
