@@ -41,8 +41,10 @@ def _item(sequence: str, position: ast.expr) -> ast.Subscript:
     return ast.Subscript(value=_name(sequence), slice=position, ctx=ast.Load())
 
 
-def _from_end(counter: str) -> ast.expr:
-    """``-1 - counter``: the position of item ``counter`` counted from the end."""
+def _position(counter: str, from_end: bool) -> ast.expr:
+    """``counter``, or ``-1 - counter``: item ``counter`` counted from the end."""
+    if not from_end:
+        return _name(counter)
     minus_one = ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=1))
     return ast.BinOp(left=minus_one, op=ast.Sub(), right=_name(counter))
 
@@ -85,25 +87,22 @@ class IterationRewriter:
         """``for <targets> in <seq | enumerate | zip | reversed>`` as an index loop."""
         iterator, target = stmt.iter, stmt.target
         kind = self._iteration_kind(iterator)
-        start, backwards = None, kind == "reversed"  # enumerate's start; items from the end
+        start = None  # enumerate's start
         if kind == "enumerate":
-            index_target, value_targets, sequences, start, backwards = self._enumerated(
-                iterator, target
-            )
+            index_target, value_targets, parts, start = self._enumerated(iterator, target)
         elif kind == "zip":
             index_target, value_targets = None, self._elements(target, len(iterator.args))
-            sequences = list(iterator.args)
-        else:
+            parts = [self._part(arg) for arg in iterator.args]
+        else:  # reversed(seq) alone counts down and reads seq[k]
             index_target, value_targets = None, [target]
-            sequences = [iterator.args[0] if kind == "reversed" else iterator]
+            parts = [(iterator.args[0] if kind == "reversed" else iterator, False)]
+        sequences = [sequence for sequence, _ in parts]
         prelude, seq_names, new_locals = self._sequence_names(sequences)
         counter = index_target if start is None and index_target else self.names.fresh("k")
         new_locals.add(counter)
-        # reversed(seq) counts down; enumerate(reversed(seq)) counts up and reads seq[-1 - k]
-        position = _from_end(counter) if backwards and kind == "enumerate" else _name(counter)
         body = [  # located at the sequence, where an error about reading it should point
-            _located(_assign(name, _item_at(_item(s, position), path)), sequence)
-            for t, s, sequence in zip(value_targets, seq_names, sequences, strict=True)
+            _located(_assign(name, _item_at(_item(s, _position(counter, back)), path)), seq)
+            for t, s, (seq, back) in zip(value_targets, seq_names, parts, strict=True)
             for name, path in self._bindings(t)
         ]
         if start is not None:  # enumerate(seq, start): the index is the count plus start
@@ -128,20 +127,28 @@ class IterationRewriter:
 
     def _enumerated(
         self, iterator: ast.Call, target: ast.expr
-    ) -> tuple[str, list[ast.expr], list[ast.expr], ast.expr | None, bool]:
+    ) -> tuple[str, list[ast.expr], list[tuple[ast.expr, bool]], ast.expr | None]:
         """``enumerate(seq | zip(...) | reversed(seq), start)``: the index's name, the value
-        targets, the sequences, the start (None for 0) and whether items come from the end."""
+        targets, the sequences (each with whether it is read from the end) and the start
+        (None for 0)."""
         index_element, value_element = self._elements(target, 2)
         index_target, inner = self._single(index_element), iterator.args[0]
         given = iterator.args[1:] + [keyword.value for keyword in iterator.keywords]
         start = given[0] if given else None
-        inner_kind = self._iteration_kind(inner)
-        if inner_kind == "zip":  # enumerate(zip(a, b)): i, (x, y)
+        if self._iteration_kind(inner) == "zip":  # enumerate(zip(a, b)): i, (x, y)
             values = self._elements(value_element, len(inner.args))
-            return index_target, values, list(inner.args), start, False
-        if inner_kind == "reversed":
-            return index_target, [value_element], [inner.args[0]], start, True
-        return index_target, [value_element], [inner], start, False
+            return index_target, values, [self._part(arg) for arg in inner.args], start
+        return index_target, [value_element], [self._part(inner)], start
+
+    def _part(self, sequence: ast.expr) -> tuple[ast.expr, bool]:
+        """A sequence inside ``zip``/``enumerate``, and whether it is ``reversed(seq)`` (read
+        from the end while the count goes up)."""
+        kind = self._iteration_kind(sequence)
+        if kind == "reversed":
+            return sequence.args[0], True
+        if kind != "sequence":
+            raise self._error(sequence, messages.NESTED_ITERATION)
+        return sequence, False
 
     def _iteration_kind(self, iterator: ast.expr) -> str:
         if not isinstance(iterator, ast.Call):

@@ -78,6 +78,10 @@ FOR_ITERABLE = (
     "only `for i in range(...)` loops are supported; iterate over indices "
     "(`for i in range(len(xs))`) and read `xs[i]`"
 )
+NESTED_ITERATION = (
+    "zip() and enumerate() take sequences here, or reversed(sequence); zip or enumerate "
+    "inside them is not supported (write enumerate(zip(a, b)) as the outermost call)"
+)
 ITERATION_ARGUMENTS = (
     "enumerate() takes a sequence and a start here, reversed() one sequence, zip() "
     "sequences (no keywords)"

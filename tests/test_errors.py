@@ -66,6 +66,7 @@ CASES = [
     ("if x > y:\n    return y, x\nreturn x", "y, x", U, "grad needs one scalar"),
     ("for i, v in enumerate((x, y), 1, 2):\n    x = x * v\nreturn x", "enumerate", U, "a start"),
     ("for v in reversed((x, y), 1):\n    x = x * v\nreturn x", "reversed", U, "reversed() one"),
+    ("for a, b in zip((x,), zip((y,), (y,))):\n    x = x * a\nreturn x", "zip((y,)", U, "inside"),
     # The return inside an unsupported block: the block is named, not a missing return.
     ("try:\n    return x\nexcept Exception:\n    return y", "try", U, "`try` is not"),
     ("with open('f') as h:\n    return x", "with", U, "`with` blocks are not"),

@@ -1371,6 +1371,14 @@ def enumerate_reversed_with_start(x):
     return s * x + first
 
 
+def zip_with_a_reversed_sequence(x, w):
+    # reversed() inside zip and enumerate: read from the end while the count goes up.
+    s = 0.0
+    for i, (c, d) in enumerate(zip(reversed(w), (1.0, 3.0, -2.0)), 1):
+        s = s * x + c * d * i
+    return s
+
+
 def loop_names_hide_builtins(x, len, reversed):
     # Parameters hiding builtins that the generated loops call: `range(len(...))` for the
     # tuple, `reversed(...)` in the reverse sweep.
@@ -1408,6 +1416,11 @@ ITERATION_FORMS = [
         "x",
     ),
     (enumerate_reversed_with_start, [{"x": 0.5}, {"x": -1.2}, {"x": 1.7}], None),
+    (
+        zip_with_a_reversed_sequence,
+        [{"x": 0.5, "w": (1.0, -2.0, 0.5)}, {"x": -1.2, "w": (0.3, 2.0)}, {"x": 1.7, "w": ()}],
+        "x",
+    ),
     (
         enumerate_weights,
         [{"x": 0.5, "w": (1.0, -2.0, 0.5)}, {"x": -1.2, "w": (0.3, 0.3)}, {"x": 1.7, "w": (2.0,)}],
