@@ -264,9 +264,10 @@ SEQUENCE_BUILTINS = frozenset({"sum", "min", "max", "len", "sorted", "any", "all
 def computed_global(name: str, value: object) -> str:
     """A module-level name assigned from an expression, in a file read without running it."""
     return (
-        f"`{name}` is computed at module level (`{name} = {value.expression}`), and a file "
-        "given as PATH.py is read without running it, so only literal constants are known; "
-        "write the value as a literal, or name the module (`package.module:FUNC`) to import it"
+        f"`{name}` comes from `{value.statement}` at module level, which does not run when "
+        "the file is given as PATH.py (it is read, so only literal constants and imports of "
+        "math and numpy are known); write a literal instead, or name the module "
+        "(`package.module:FUNC`) so that it is imported"
     )
 
 

@@ -272,14 +272,14 @@ def literal_value(node: ast.expr) -> object | None:
 
 
 class ComputedGlobal:
-    """A module-level name a file assigns from an expression: unknown when the file is read
-    without running it (``adcompile dump PATH.py``)."""
+    """A module-level name a file binds by running something (``K = 2 * 3.0``, an import of
+    another module): unknown when the file is read without running it (``dump PATH.py``)."""
 
-    def __init__(self, expression: str) -> None:
-        self.expression = expression
+    def __init__(self, statement: str) -> None:
+        self.statement = statement
 
     def __repr__(self) -> str:
-        return f"<computed at module level: {self.expression}>"
+        return f"<bound at module level by {self.statement}>"
 
 
 def static_namespace(
@@ -293,20 +293,25 @@ def static_namespace(
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
                 module = _static_import(alias.name)
+                bound = alias.asname or alias.name.split(".")[0]
                 if module is not None:
-                    bound = alias.asname or alias.name.split(".")[0]
                     names[bound] = module if alias.asname else _static_import(bound)
-        elif isinstance(stmt, ast.ImportFrom) and stmt.module and stmt.level == 0:
-            module = _static_import(stmt.module)
+                else:
+                    names[bound] = ComputedGlobal(ast.unparse(stmt))
+        elif isinstance(stmt, ast.ImportFrom):
+            module = _static_import(stmt.module) if stmt.module and stmt.level == 0 else None
             for alias in stmt.names:
+                bound = alias.asname or alias.name
                 if module is not None and hasattr(module, alias.name):
-                    names[alias.asname or alias.name] = getattr(module, alias.name)
+                    names[bound] = getattr(module, alias.name)
+                elif alias.name != "*":
+                    names[bound] = ComputedGlobal(ast.unparse(stmt))
         elif isinstance(stmt, ast.Assign | ast.AnnAssign) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             value = literal_value(stmt.value)
             for target in targets:
                 if isinstance(target, ast.Name):
-                    computed = ComputedGlobal(ast.unparse(stmt.value))
+                    computed = ComputedGlobal(ast.unparse(stmt))
                     names[target.id] = computed if value is None else value
     return names
 

@@ -137,8 +137,13 @@ def test_a_module_constant_computed_by_an_expression_is_named_as_such(capsys, tm
     target.write_text("K = 2 * 3.0\n\n\ndef f(x):\n    return K * x * x\n")
     assert main(["dump", f"{target}:f"]) == 1
     err = capsys.readouterr().err
-    assert f"{target}:5:12: error: `K` is computed at module level (`K = 2 * 3.0`)" in err
+    assert f"{target}:5:12: error: `K` comes from `K = 2 * 3.0` at module level" in err
     assert "package.module:FUNC" in err
+    (tmp_path / "importer.py").write_text(
+        "from elsewhere import sq\n\n\ndef f(x):\n    return sq(x)\n"
+    )
+    assert main(["dump", f"{tmp_path / 'importer.py'}:f"]) == 1
+    assert "`sq` comes from `from elsewhere import sq` at module level" in capsys.readouterr().err
 
 
 KINKS_FILE = """
