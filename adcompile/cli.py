@@ -191,7 +191,9 @@ def _failed_at(exc: Exception, at: str) -> RunError:
     if isinstance(exc, TypeError) and "mpf" in str(exc):
         hint = "; an int parameter (a loop count?) has no derivative: leave it out with --wrt"
     message = f"{type(exc).__name__}: {exc} at {at}"
-    return RunError(message + (f", {notes}" if notes else "") + hint)
+    if notes:  # "(computing the mpmath reference ...)" or "in line 4 of f.py: ..."
+        message += f" {notes}" if notes.startswith("(") else f", {notes}"
+    return RunError(message + hint)
 
 
 def _scalar_only(fs: FunctionSource, command: str) -> None:
@@ -354,7 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     explain.add_argument("--all", action="store_true", help="show every loop iteration")
     graph.add_argument("--at", help="a point: values on the nodes, adjoints on reverse edges")
-    graph.add_argument("-o", "--output", required=True, help="graph.svg, graph.png or graph.dot")
+    graph.add_argument("-o", "--output", required=True, help="graph.svg, .png, .pdf, .dot or .gv")
     dump.set_defaults(run=command_dump)
     check.set_defaults(run=command_check)
     explain.set_defaults(run=command_explain)

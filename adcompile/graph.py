@@ -6,8 +6,8 @@ dashed edges. ``static_graph`` draws the core form itself, without values: a bra
 loop is a box, a value merged from two paths (or carried round a loop) a small circle.
 
 Built with the ``graphviz`` Python package (imported only here, only when a graph is asked
-for); ``write_graph`` writes ``.dot`` text itself and needs Graphviz's ``dot`` program for
-``.svg``, ``.png`` and ``.pdf``.
+for), which also writes ``.dot`` text; ``.svg``, ``.png`` and ``.pdf`` need Graphviz's ``dot``
+program too.
 """
 
 from __future__ import annotations

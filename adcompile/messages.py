@@ -135,8 +135,14 @@ UNSUPPORTED_EXPRESSIONS: dict[type[ast.expr], str] = {
     ast.SetComp: "set comprehensions are not supported",
     ast.DictComp: "dict comprehensions are not supported",
     ast.GeneratorExp: "a generator expression is supported only inside sum(), min() or max()",
-    ast.Yield: "`yield` makes a generator, which cannot be differentiated",
-    ast.YieldFrom: "`yield from` makes a generator, which cannot be differentiated",
+    ast.Yield: (
+        "`yield` makes a generator, which cannot be differentiated; compute one number "
+        "(say, add the values up in a loop) and return it"
+    ),
+    ast.YieldFrom: (
+        "`yield from` makes a generator, which cannot be differentiated; compute one number "
+        "and return it"
+    ),
     ast.Await: "`await` cannot be differentiated",
     ast.NamedExpr: "the walrus operator `:=` is not supported; assign on a separate line",
     ast.Subscript: (
