@@ -200,11 +200,14 @@ def _always_true(test: ast.expr) -> bool:
 
 
 def _breaks_out(body: list[ast.stmt]) -> bool:
-    """A ``break`` that leaves the loop whose body this is (not one of an inner loop)."""
+    """A ``break`` that leaves the loop whose body this is: not one inside an inner loop's
+    body, but one in an inner loop's ``else:``, which belongs to this loop."""
     for stmt in body:
         if stmt.__class__ is ast.Break:
             return True
         if stmt.__class__ is ast.If and (_breaks_out(stmt.body) or _breaks_out(stmt.orelse)):
+            return True
+        if stmt.__class__ in (ast.For, ast.While) and _breaks_out(stmt.orelse):
             return True
     return False
 

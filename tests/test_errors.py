@@ -63,6 +63,13 @@ CASES = [
     ("for i in range(3):\n    if x > i:\n        return x", "for i", U, "loop can finish"),
     ("while x > 0:\n    x = x - 1.0\n    return x", "while", U, "loop can finish"),
     ("while True:\n    if x > y:\n        break\n    return x", "while", U, "loop can finish"),
+    (
+        "while True:\n    for i in range(2):\n        x = x * y\n    else:\n        break\n"
+        "    return x",
+        "while",
+        U,
+        "loop can finish",
+    ),
     ("if x > y:\n    return y, x\nreturn x", "y, x", U, "grad needs one scalar"),
     ("for i, v in enumerate((x, y), 1, 2):\n    x = x * v\nreturn x", "enumerate", U, "a start"),
     ("for v in reversed((x, y), 1):\n    x = x * v\nreturn x", "reversed", U, "reversed() one"),
