@@ -294,11 +294,13 @@ def eliminate_dead_code(
             if stmt is None:
                 continue
         elif isinstance(stmt, LOOP_STATEMENTS):
+            if _dead_loop(stmt, live):
+                continue
             # A loop may run any number of times: keep all but stores nothing reads, and all
             # it reads is live.
             if unread:
                 _drop_unread_stores(stmt, unread)
-            live |= _reads_and_updates([stmt])
+            live |= _reads_and_updates([stmt]) - _own_index(stmt)
         else:
             live |= _reads(stmt)
         kept.append(stmt)
@@ -326,6 +328,28 @@ def _reads_and_updates(statements: list[ast.stmt]) -> set[str]:
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
             found.add(stmt.target.id)
     return found
+
+
+def _own_index(loop: ast.For | ast.While) -> set[str]:
+    """``for i in ...``: the body reads the ``i`` the loop itself binds, not one from before
+    (unless the range does: ``for i in range(i)``)."""
+    if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name):
+        return {loop.target.id} - set(loads_in(loop.iter))
+    return set()
+
+
+# Statements that only bind names (no call whose effect could matter, such as an append).
+_BINDING_ONLY = (ast.Assign, ast.AugAssign, ast.If, ast.For, ast.While, ast.Pass)
+
+
+def _dead_loop(loop: ast.For | ast.While, live: set[str] | SetOverlay) -> bool:
+    """A forward loop whose stores nothing after it reads, and that records nothing (no
+    ``stack.append``): a gradient that does not need the loop's values skips it. Its tests and
+    bounds are pure (calls of math, NumPy and the helpers), so dropping it changes no value."""
+    inner = statements_in([loop])
+    if not all(isinstance(stmt, _BINDING_ONLY) for stmt in inner):
+        return False
+    return not any(name in live for stmt in inner for name in stored_names(stmt))
 
 
 def _drop_unread_stores(loop: ast.For | ast.While, unread: frozenset[str]) -> None:

@@ -14,7 +14,7 @@ from adcompile.optimize import (
 )
 from adcompile.reference import assert_grad_matches_mp
 from adcompile.reverse import ADJOINT
-from tests.helpers import function_from_source
+from tests.helpers import function_from_source, module_from_source
 
 
 def _adjoint_statements(text: str) -> list[ast.stmt]:
@@ -156,6 +156,44 @@ def test_a_loop_copy_nothing_reads_is_not_generated(tmp_path):
         text = grad(fn, mode=mode).source
         assert "c_1" not in text, text  # the copy `c_1 = c_2` a loop would carry
     assert_grad_matches_mp(fn, [{"x": 0.7}, {"x": -1.3}])
+
+
+def test_a_forward_loop_no_partial_needs_is_skipped(tmp_path):
+    module = module_from_source(
+        tmp_path,
+        """
+        import math
+
+
+        def linear(x, n):
+            s = 0.0
+            for i in range(n):
+                s = s + x * i
+            return s
+
+
+        def overflowing(x, n):
+            s = 0.0
+            for i in range(n):
+                s = s + math.exp(1000.0 + i)
+            return x * 2.0 + s * 0
+
+
+        def index_from_before(x, i):
+            s = 0.0
+            for i in range(i):
+                s = s + x * i
+            return s * x
+        """,
+    )
+    fn = module.linear
+    text = grad(fn, wrt="x").source
+    loops = [line.strip() for line in text.splitlines() if line.strip().startswith("for ")]
+    assert loops == ["for i in reversed(range(n)):"], text  # no forward loop
+    assert_grad_matches_mp(fn, [{"x": 0.7, "n": 4}, {"x": -1.3, "n": 0}], wrt="x")
+    assert grad(module.overflowing, wrt="x")(1.0, 3) == 2.0  # the loop never runs
+    keep = module.index_from_before  # its range reads the `i` from before the loop
+    assert_grad_matches_mp(keep, [{"x": 0.7, "i": 4}, {"x": 1.1, "i": 0}], wrt="x")
 
 
 def _loop_of(body: str) -> list[ast.stmt]:
