@@ -48,6 +48,26 @@ def _check_count(fn: Callable[..., Any], primals: tuple) -> None:
         raise TypeError(f"{name}() takes {len(params)} arguments but {len(primals)} were given")
 
 
+def _check_structure(primal: Any, tangent: Any, where: str) -> None:
+    """A tangent has its primal's structure: the same dict keys, list and tuple lengths."""
+    if isinstance(primal, dict):
+        if not isinstance(tangent, dict) or set(tangent) != set(primal):
+            got = sorted(tangent) if isinstance(tangent, dict) else type(tangent).__name__
+            raise ValueError(
+                f"jvp: the tangent of {where} has {got}; its primal has keys {sorted(primal)}"
+            )
+        for key in primal:
+            _check_structure(primal[key], tangent[key], f"{where}[{key!r}]")
+    elif isinstance(primal, list | tuple):
+        if not isinstance(tangent, list | tuple) or len(tangent) != len(primal):
+            raise ValueError(
+                f"jvp: the tangent of {where} is {tangent!r}; its primal is a "
+                f"{type(primal).__name__} of {len(primal)} items"
+            )
+        for i, (p, t) in enumerate(zip(primal, tangent, strict=True)):
+            _check_structure(p, t, f"{where}[{i}]")
+
+
 def _hashable(wrt: Wrt) -> object:
     return tuple(wrt) if isinstance(wrt, list) else wrt
 
@@ -104,6 +124,8 @@ def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
     if len(primals) != len(tangents):
         raise ValueError(f"jvp got {len(primals)} primals but {len(tangents)} tangents")
     _check_count(fn, primals)
+    for index, (primal, tangent) in enumerate(zip(primals, tangents, strict=True)):
+        _check_structure(primal, tangent, f"argument {index}")
     generated = _cached(fn, "jvp", list(range(len(primals))) or None)
     return generated(*_completer(fn)(primals), *tangents)
 

@@ -138,6 +138,8 @@ class TangentSweep:
 
     def _tangent(self, stmt: Apply, direction: Direction) -> list[ast.stmt]:
         """``d_target = sum of (reverse template of argument i, with g = d_arg_i)``."""
+        if stmt.tangent_refusal is not None:
+            raise stmt.tangent_refusal
         mapping = {p: atom_expr(a) for p, a in zip(stmt.rule.params, stmt.args, strict=False)}
         mapping["result"] = ast.Name(id=stmt.target, ctx=ast.Load())
         mapping["math"] = ast.Name(id=self.fn.math_alias, ctx=ast.Load())

@@ -73,6 +73,9 @@ class Apply:
     # The rule's keyword-only parameters (``axis=``, ``index``): non-differentiable
     # expressions, already in ``render`` in the user's spelling.
     statics: dict[str, ast.expr] = field(default_factory=dict)
+    # Raised if forward mode needs this application's tangent: a user rule on arrays gives
+    # a vector-Jacobian product, from which no Jacobian-vector product follows in general.
+    tangent_refusal: Exception | None = None
 
     def primal_expr(self) -> ast.expr:
         """The primal expression in the user's spelling, operands filled in."""

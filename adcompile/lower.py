@@ -891,7 +891,11 @@ class Lowerer(ArrayLowering):
         forward = self._sub_block(lambda: self._inline(node, target, fs, atoms))
         placeholders = [_placeholder(i) for i in range(len(atoms))]
         shape = ast.Call(func=ast.Name(id=fs.name, ctx=ast.Load()), args=placeholders, keywords=[])
-        self.block.append(Apply(target, rule, atoms, shape, node.lineno, forward))
+        apply = Apply(target, rule, atoms, shape, node.lineno, forward)
+        if self.array_mode:
+            message = messages.user_rule_in_forward_mode(fs.name)
+            apply.tangent_refusal = self._error(NoDerivativeError, node, message)
+        self.block.append(apply)
 
     def _inline(
         self, node: ast.AST, target: str, fs: FunctionSource, atoms: list[Atom] | None = None

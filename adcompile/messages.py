@@ -267,6 +267,17 @@ def wrong_arity(name: str, given: int, arities: list[int]) -> str:
 SEQUENCE_BUILTINS = frozenset({"sum", "min", "max", "len", "sorted", "any", "all"})
 
 
+def user_rule_in_forward_mode(name: str) -> str:
+    """Forward mode through a user rule on arrays."""
+    return (
+        f"forward mode (grad(..., mode='forward'), jvp, jacobian(..., mode='forward')) cannot "
+        f"use the rule registered for `{name}` on arrays: a rule gives the vector-Jacobian "
+        "product, and the Jacobian-vector product follows from it only for numbers or "
+        "elementwise functions, which adcompile cannot tell apart; use reverse mode (grad, "
+        "vjp, jacobian)"
+    )
+
+
 def computed_global(name: str, value: object) -> str:
     """A module-level name assigned from an expression, in a file read without running it."""
     return (

@@ -424,3 +424,17 @@ def test_results_of_hessian_and_jacobian_say_how_to_go_higher(tmp_path) -> None:
             grad(transform(module.quartic))
     third = grad(grad(grad(module.quartic)))(2.0)
     assert third == pytest.approx(float(sp.diff(sp.Symbol("x") ** 4, "x", 3).subs("x", 2)))
+
+
+def test_jvp_tangents_must_have_the_primals_structure() -> None:
+    np = pytest.importorskip("numpy")
+
+    def weighted(p):
+        return np.sum(p["W"] * 2.0) + p["b"]
+
+    p = {"W": np.ones(2), "b": 0.5}
+    assert jvp(weighted, (p,), ({"W": np.ones(2), "b": 1.0},))[1] == pytest.approx(5.0)
+    with pytest.raises(ValueError, match=r"tangent of argument 0 has \['W'\]; its primal has"):
+        jvp(weighted, (p,), ({"W": np.ones(2)},))
+    with pytest.raises(ValueError, match=r"has \['W', 'b', 'c'\]"):
+        jvp(weighted, (p,), ({"W": np.ones(2), "b": 1.0, "c": 2.0},))

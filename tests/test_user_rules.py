@@ -149,3 +149,42 @@ def test_a_rule_gets_the_defaults_and_keywords_of_the_call(tmp_path):
     expected_keywords = [float(sp.diff(y * x * x, v).subs({x: 1.5, y: 0.5})) for v in (x, y)]
     assert grad(module.uses_default)(1.5) == pytest.approx(expected_default, rel=1e-12)
     assert grad(module.uses_keywords)(1.5, 0.5) == pytest.approx(expected_keywords, rel=1e-12)
+
+
+ARRAY_RULE_SOURCE = """
+import numpy as np
+
+
+def lse(x):
+    m = np.max(x)
+    return m + np.log(np.sum(np.exp(x - m)))
+
+
+def f(x):
+    return lse(x) + np.sum(x)
+"""
+
+
+def test_a_rule_on_arrays_serves_reverse_mode_and_is_refused_by_forward_mode(tmp_path):
+    # A rule is a vector-Jacobian product: for a reduction such as logsumexp, putting the
+    # tangent in place of g (as forward mode does for numbers) would be wrong.
+    np = pytest.importorskip("numpy")
+    from adcompile import NoDerivativeError, hessian, jvp
+
+    module = module_from_source(tmp_path, ARRAY_RULE_SOURCE)
+    x = np.array([0.3, -1.2, 2.0])
+    softmax = np.exp(x - module.lse(x))
+    with rule_scope():
+
+        @derivative(module.lse)
+        def lse_rule(x, result, g):
+            return g * np.exp(x - result)
+
+        np.testing.assert_allclose(grad(module.f)(x), softmax + 1.0, rtol=1e-13)
+        np.testing.assert_allclose(
+            hessian(module.f)(x), np.diag(softmax) - np.outer(softmax, softmax), atol=1e-13
+        )
+        with pytest.raises(NoDerivativeError, match="cannot use the rule registered for `lse`"):
+            grad(module.f, mode="forward")
+        with pytest.raises(NoDerivativeError, match=r":11:12: forward mode"):
+            jvp(module.f, (x,), (x,))
