@@ -605,6 +605,12 @@ def test_jacobian_of_an_array_output_matches_central_differences() -> None:
     np.testing.assert_array_equal(bare, jac[1])
 
 
+def test_forward_mode_jacobian_keeps_float32() -> None:
+    x, W, b = np.ones(3, np.float32), np.ones((2, 3), np.float32), np.zeros(2, np.float32)
+    for block in adcompile.jacobian(layer, mode="forward")(x, W, b):
+        assert block.dtype == np.float32
+
+
 def test_forward_mode_jacobian_of_arrays_matches_reverse_mode() -> None:
     rng = np.random.default_rng(11)
     args = (rng.normal(size=3), rng.normal(size=(2, 3)), rng.normal(size=2))

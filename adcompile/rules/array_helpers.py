@@ -370,15 +370,15 @@ def _rebuilt(tree, leaves):
 
 
 def _zero(leaf):
-    """A zero tangent for ``leaf``."""
-    return np.zeros(np.shape(leaf)) if np.ndim(leaf) else 0.0
+    """A zero tangent for ``leaf``, in its float dtype (float32 stays float32)."""
+    return np.zeros(np.shape(leaf), np.result_type(leaf, 1.0)) if np.ndim(leaf) else 0.0
 
 
 def _unit(leaf, i):
     """The tangent of ``leaf`` that is 1 at its element ``i`` and 0 elsewhere."""
     if not np.ndim(leaf):
         return 1.0
-    unit = np.zeros(np.shape(leaf))
+    unit = np.zeros(np.shape(leaf), np.result_type(leaf, 1.0))
     unit.flat[i] = 1.0
     return unit
 
