@@ -274,7 +274,7 @@ def _settle_kinks(fs: FunctionSource, report: Any) -> list[str]:
         left, right = one_sided_partials(_primal(fs), row.point, row.param)
         if agrees(left, right, report.rtol, report.atol):
             continue  # smooth there: a real mismatch
-        sides = [(n, v) for n, v in (("left", left), ("right", right))]
+        sides = (("left", left), ("right", right))
         chosen = [(n, v) for n, v in sides if agrees(v, row.got, report.rtol, report.atol)]
         if not chosen:
             continue

@@ -40,14 +40,6 @@ def _private(args: tuple) -> tuple:
     return copy.deepcopy(args)
 
 
-def _check_count(fn: Callable[..., Any], primals: tuple) -> None:
-    """More primals than ``fn`` has parameters: a TypeError, as calling ``fn`` gives."""
-    params = load_function(fn).param_names()
-    if len(primals) > len(params):
-        name = getattr(fn, "__name__", "function")
-        raise TypeError(f"{name}() takes {len(params)} arguments but {len(primals)} were given")
-
-
 def _check_structure(primal: Any, tangent: Any, where: str) -> None:
     """A tangent has its primal's structure: the same dict keys, list and tuple lengths."""
     if isinstance(primal, dict):
@@ -83,6 +75,8 @@ def _completer(fn: Callable[..., Any]) -> Callable[[tuple], tuple]:
     name = getattr(fn, "__name__", "function")
 
     def complete(args: tuple, keywords: dict[str, Any] | None = None) -> tuple:
+        if len(args) > len(params):
+            raise TypeError(f"{name}() takes {len(params)} arguments but {len(args)} were given")
         if keywords:  # by name, as the primal's signature allows
             args = _by_position(name, params, defaults, args, keywords)
         missing = len(params) - len(args)
@@ -123,20 +117,20 @@ def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError(f"jvp got {len(primals)} primals but {len(tangents)} tangents")
-    _check_count(fn, primals)
     for index, (primal, tangent) in enumerate(zip(primals, tangents, strict=True)):
         _check_structure(primal, tangent, f"argument {index}")
+    complete = _completer(fn)(primals)  # a TypeError for too many, as calling fn gives
     generated = _cached(fn, "jvp", list(range(len(primals))) or None)
-    return generated(*_completer(fn)(primals), *tangents)
+    return generated(*complete, *tangents)
 
 
 def vjp(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tuple]]:
     """``(fn(*primals), pullback)``; ``pullback(ct)`` is one cotangent per argument."""
-    _check_count(fn, primals)
+    point = _private(_completer(fn)(primals))  # the point, even if the caller's arrays change
     generated = _cached(fn, "vjp", list(range(len(primals))) or None)
     outputs = generated.adcompile_outputs
     value = fn(*_private(primals))
-    primals = _private(_completer(fn)(primals))  # the point, even if the caller's arrays change
+    primals = point
 
     def pullback(cotangent: Any) -> tuple:
         """The cotangents of ``fn``'s arguments for the output cotangent ``cotangent``."""
