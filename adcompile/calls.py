@@ -36,11 +36,15 @@ def bind_arguments(call: ast.Call, callee: FunctionSource, caller: FunctionSourc
     if len(call.args) > len(params):
         raise caller.error(UnsupportedSyntaxError, call, messages.too_many_arguments(name, params))
     given: dict[str, ast.expr] = dict(zip(params, call.args, strict=False))
+    positional_only = {a.arg for a in getattr(callee.node.args, "posonlyargs", [])}
     for keyword in call.keywords:
         if keyword.arg is None:
             raise caller.error(UnsupportedSyntaxError, keyword, messages.CALL_STARRED)
         if keyword.arg not in params:
             message = messages.unknown_keyword(name, keyword.arg, params)
+            raise caller.error(UnsupportedSyntaxError, keyword, message)
+        if keyword.arg in positional_only:
+            message = messages.positional_only_keyword(name, keyword.arg)
             raise caller.error(UnsupportedSyntaxError, keyword, message)
         if keyword.arg in given:
             message = messages.duplicate_argument(name, keyword.arg)

@@ -39,6 +39,7 @@ from .ir import (
     atom_expr,
 )
 from .iteration import IterationRewriter
+from .local_functions import misplaced_local_function
 from .lower_arrays import (
     SHAPE_FUNCTIONS,
     ArrayLowering,
@@ -111,6 +112,8 @@ def _bound_by(stmt: ast.stmt) -> tuple[list[ast.expr], list[ast.stmt]]:
         return [], stmt.body + stmt.orelse
     if cls is ast.With or cls is ast.AsyncWith:
         return [i.optional_vars for i in stmt.items if i.optional_vars], stmt.body
+    if cls is ast.FunctionDef:  # `def g` makes `g` a local, as an assignment does
+        return [ast.Name(id=stmt.name, ctx=ast.Store())], []
     if cls is ast.Try:
         handlers = [s for h in stmt.handlers for s in h.body]
         return [], stmt.body + handlers + stmt.orelse + stmt.finalbody
@@ -247,7 +250,9 @@ class Lowerer(ArrayLowering):
             self.names: NameTable = user_name_table(fs.node, source=fs.text_of(fs.node))
             self.math_alias = "math"
             self.constants: dict[str, object] = {}
-            self.constant_names: dict[tuple[int, str], str] = {}
+            # (id of the namespace, name) -> (chosen name, the namespace): holding the
+            # namespace keeps its id from being reused by a later callee's namespace.
+            self.constant_names: dict[tuple[int, str], tuple[str, object]] = {}
             self.temporaries: set[str] = set()
             self.call_chain: list[FunctionSource] = [fs]
             self.array_mode, self.numpy, self.numpy_alias = False, None, "np"
@@ -283,6 +288,7 @@ class Lowerer(ArrayLowering):
         params = self.fs.param_names()
         body = self._function_body(node)
         self._check_returns(body)
+        self._check_local_functions(body)
         body = Desugar(self.names).function_body(body)
         self.locals = set(params) | assigned_names(body)
         self.math_alias = self._choose_math_alias()
@@ -359,6 +365,12 @@ class Lowerer(ArrayLowering):
         if body and _is_docstring(body[0]):
             body = body[1:]
         return body
+
+    def _check_local_functions(self, body: list[ast.stmt]) -> None:
+        """Each nested function is bound once and called only where it is surely defined."""
+        misplaced = misplaced_local_function(body)
+        if misplaced is not None:
+            raise self._error(UnsupportedSyntaxError, *misplaced)
 
     def _check_returns(self, body: list[ast.stmt]) -> None:
         """There is a ``return``, and each gives a value (the desugaring of early returns
@@ -936,6 +948,7 @@ class Lowerer(ArrayLowering):
         body = self._function_body(self.fs.node)
         self.locals = set(self.fs.param_names()) | assigned_names(body)
         self._check_returns(body)
+        self._check_local_functions(body)
         # The flags desugaring adds (`returned`, `broke`, ...) must not be the callee's names:
         # the shared table was filled from the caller's source only.
         for word in function_identifiers(self.fs.node):
@@ -1001,6 +1014,8 @@ class Lowerer(ArrayLowering):
         raise self._error(UnsupportedSyntaxError, node, messages.non_numeric_constant(value))
 
     def _name_atom(self, node: ast.Name) -> Atom:
+        if node.id in self.local_functions:
+            raise self._error(UnsupportedSyntaxError, node, messages.function_value(node.id))
         if node.id in self.locals:
             if node.id not in self.env:
                 raise self._error(UnsupportedSyntaxError, node, messages.unbound_local(node.id))
@@ -1010,8 +1025,6 @@ class Lowerer(ArrayLowering):
             scope = scope.closure  # a def nested in a nested def reads the outermost too
         if scope is not None:
             return scope._name_atom(node)  # a nested function reads its enclosing scope
-        if node.id in self.local_functions:
-            raise self._error(UnsupportedSyntaxError, node, messages.function_value(node.id))
         value = self._resolve_global(node)
         if (
             isinstance(value, _NUMBER_TYPES)
@@ -1026,7 +1039,7 @@ class Lowerer(ArrayLowering):
         """The module-level name of a constant; an inlined callee's may need renaming."""
         key = (id(self.fs.namespace), name)
         if key in self.constant_names:
-            return self.constant_names[key]
+            return self.constant_names[key][0]
         if self.parent is not None and (
             name in self.names.taken and not self._already_means(name, value)
         ):
@@ -1034,7 +1047,7 @@ class Lowerer(ArrayLowering):
         else:
             chosen = name
             self.names.reserve(name)
-        self.constant_names[key] = chosen
+        self.constant_names[key] = (chosen, self.fs.namespace)
         self.constants[chosen] = value
         return chosen
 
@@ -1122,6 +1135,8 @@ class Lowerer(ArrayLowering):
         if getattr(func, BUILTIN_MARK, False):  # written by the compiler: the builtin itself
             return getattr(builtins, func.id), builtin_call(func.id).func
         if func.id in self.locals:
+            if func.id not in self.env:  # e.g. a nested def called above its `def` line
+                raise self._error(UnsupportedSyntaxError, func, messages.unbound_local(func.id))
             raise self._error(UnsupportedSyntaxError, func, messages.LOCAL_CALLEE)
         value = self._resolve_global(func)
         if self.array_mode and value in (builtins.abs, builtins.pow):
@@ -1262,10 +1277,15 @@ def _reduction_kind(node: ast.Call, callee: object) -> str | None:
 
 
 def _same_constant(known: object, value: object) -> bool:
-    """Equal numbers, or the very same array (arrays do not compare to one truth value)."""
+    """The same number (type and sign of zero too: ``2**53`` is not ``2.0**53``, nor ``0.0``
+    ``-0.0``), or the very same array (arrays do not compare to one truth value)."""
     if known is value:
         return True
-    return isinstance(known, _NUMBER_TYPES) and isinstance(value, _NUMBER_TYPES) and known == value
+    return (
+        isinstance(value, _NUMBER_TYPES)
+        and type(known) is type(value)
+        and repr(known) == repr(value)
+    )
 
 
 def _resolved_or_none(lowerer: Lowerer, func: ast.expr) -> object:

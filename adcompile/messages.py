@@ -235,6 +235,11 @@ def unknown_keyword(name: str, keyword: str, params: list[str]) -> str:
     return f"`{name}` has no parameter `{keyword}` (parameters: {', '.join(params)})"
 
 
+def positional_only_keyword(name: str, param: str) -> str:
+    """A positional-only parameter given by keyword (Python raises TypeError)."""
+    return f"`{name}` takes `{param}` by position only (it comes before `/`); pass it positionally"
+
+
 def duplicate_argument(name: str, param: str) -> str:
     """A parameter given both positionally and by keyword."""
     return f"`{name}` got two values for parameter `{param}`"
@@ -327,6 +332,24 @@ def extra_arguments(name: str, params: tuple[str, ...], statics: tuple) -> str:
     """A NumPy call with more positional arguments than its rule takes."""
     keywords = "".join(f", {k}=" for k, _ in statics)
     return f"{name} takes ({', '.join(params)}{keywords}) here; other arguments are not supported"
+
+
+def local_function_rebound(name: str) -> str:
+    """A name bound to a nested function and bound again."""
+    return (
+        f"`{name}` is bound to a local function and bound again; adcompile inlines each call "
+        "with one definition and does not follow which one ran: give each function its own "
+        "name"
+    )
+
+
+def local_function_used_outside(name: str) -> str:
+    """A nested function defined in a branch or loop and called where it may not be."""
+    return (
+        f"the local function `{name}` is defined inside an `if` or a loop and used outside "
+        "the statements that follow its definition there; define it at the top of the "
+        "function body"
+    )
 
 
 def function_value(name: str) -> str:

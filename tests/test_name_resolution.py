@@ -1,0 +1,181 @@
+"""Names the compiled code reads must mean what they mean to Python: module constants of
+inlined helpers, local functions, closures and identifiers Python normalises.
+
+Each case is checked against mpmath running the same source (``assert_grad_matches_mp``) or
+against the refusal the case calls for.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from adcompile import UnsupportedSyntaxError, grad
+from adcompile.reference import assert_grad_matches_mp
+from tests.helpers import module_from_source
+
+
+def test_helpers_of_two_modules_keep_their_own_constant_of_one_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each inlined helper's namespace is a new object: its id could be taken by the next
+    one's, which then read the first module's ``K`` (the gradient was 21, not 36)."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name, k in (("names_moda", 2.0), ("names_modb", 5.0), ("names_modc", 3.0)):
+        (tmp_path / f"{name}.py").write_text(f"K = {k}\n\n\ndef h(x):\n    return x * K * K\n")
+    module = module_from_source(
+        tmp_path,
+        """
+        import names_moda
+        import names_modb
+        import names_modc
+
+        K = 7.0
+
+
+        def f(x):
+            return names_moda.h(x) + names_modb.h(x) + names_modc.h(x) + K * x
+        """,
+    )
+    assert grad(module.f)(0.7) == 4.0 + 25.0 + 9.0 + 7.0
+
+
+def test_a_helpers_float_constant_is_not_the_callers_equal_int(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``2**53 == 2.0**53``, but ``(K + 1) - K`` is 1 for the int and 0.0 for the float."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "names_float_k.py").write_text(
+        "K = 2.0 ** 53\n\n\ndef h(x):\n    return x * ((K + 1) - K)\n"
+    )
+    module = module_from_source(
+        tmp_path,
+        """
+        import names_float_k
+
+        K = 2 ** 53
+
+
+        def f(x):
+            return names_float_k.h(x) + x * (K - K + 2)
+        """,
+    )
+    assert grad(module.f)(3.0) == 2.0
+    assert_grad_matches_mp(module.f, [{"x": 3.0}])
+
+
+@pytest.mark.parametrize(
+    ("body", "message", "line"),
+    [
+        (  # both branches bind `g`: the last definition was inlined whichever branch ran
+            """
+            if x > 0:
+                g = lambda t: t * t
+            else:
+                g = lambda t: t * t * t
+            return g(x)
+            """,
+            "bound to a local function and bound again",
+            5,
+        ),
+        (  # redefined in a loop after its call: the next iteration's call read the new one
+            """
+            s = 0.0
+            def g(t):
+                return t
+            for _ in range(3):
+                s = s + g(x)
+                def g(t):
+                    return 2.0 * t
+            return s
+            """,
+            "bound to a local function and bound again",
+            7,
+        ),
+        (  # defined in a branch, called after it: Python fails when the branch did not run
+            """
+            if x > 10.0:
+                def g(t):
+                    return t * t
+            return g(x)
+            """,
+            "used outside the statements that follow its definition",
+            5,
+        ),
+        (  # a def makes its name local from the start of the body: called above, it fails
+            """
+            y = sq(x)
+            def sq(t):
+                return t * t
+            return y
+            """,
+            "`sq` is used before it is assigned",
+            2,
+        ),
+        (  # a lambda used as a value (it was called "used before it is assigned")
+            """
+            g = lambda t: t * t
+            return apply(g, x)
+            """,
+            "`g` is a function here, not a number",
+            3,
+        ),
+    ],
+    ids=[
+        "rebound-in-branches",
+        "rebound-in-loop",
+        "called-after-branch",
+        "called-above-def",
+        "lambda-value",
+    ],
+)
+def test_local_functions_bound_where_the_inlining_cannot_follow_are_refused(
+    tmp_path: Path, body: str, message: str, line: int
+) -> None:
+    indented = textwrap.indent(textwrap.dedent(body).strip(), "    ")
+    source = (
+        "def apply(h, t):\n    return h(t)\n\n\ndef sq(t):\n    return 10.0 * t\n\n\n"
+        f"def f(x):\n{indented}\n"
+    )
+    module = module_from_source(tmp_path, source)
+    with pytest.raises(UnsupportedSyntaxError, match=re.escape(message)) as caught:
+        grad(module.f)
+    assert f".py:{8 + line}:" in str(caught.value)
+
+
+def test_a_local_function_defined_in_a_branch_and_called_there_compiles(tmp_path: Path) -> None:
+    module = module_from_source(
+        tmp_path,
+        """
+        def f(x):
+            y = x
+            if x > 0.0:
+                def g(t):
+                    return t * t * t
+                y = g(x) + x
+            for i in range(2):
+                h = lambda t: t * (i + 1.0)
+                y = y + h(x)
+            return y
+        """,
+    )
+    assert_grad_matches_mp(module.f, [{"x": 0.7}, {"x": -0.4}])
+
+
+def test_a_positional_only_parameter_given_by_keyword_is_refused(tmp_path: Path) -> None:
+    module = module_from_source(
+        tmp_path,
+        """
+        def scale(a, b, /):
+            return a * b
+
+
+        def f(x, y):
+            return scale(x, b=y)
+        """,
+    )
+    with pytest.raises(UnsupportedSyntaxError, match="takes `b` by position only"):
+        grad(module.f)
