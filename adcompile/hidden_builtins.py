@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import ast
 import builtins
-import re
 from collections.abc import Callable, Iterable
 
 from .astutil import load, statements_in, store, stored_names, walk
+from .names import source_words
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
-_WORD = re.compile(r"[^\W\d]\w*")
 
 
 def alias_hidden_builtins(
@@ -35,7 +34,7 @@ def alias_hidden_builtins(
     Returns the alias assignments for the module's top (none in the usual case).
     """
     user_names = set(user_names)
-    if not _BUILTIN_NAMES & (user_names | set(_WORD.findall(source_text))):
+    if not _BUILTIN_NAMES & (user_names | source_words(source_text)):
         return []
     # Names the generated functions bind (a helper's own locals hide nothing outside it).
     own = [t for t in trees if isinstance(t, ast.stmt) and not isinstance(t, ast.FunctionDef)]

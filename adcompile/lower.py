@@ -51,7 +51,13 @@ from .lower_arrays import (
 from .names import NameTable, function_identifiers, user_name_table
 from .rules import Rule, RuleTable, active_rules
 from .rules.registry import lookup_rule
-from .source import FunctionSource, StaticFunction, literal_value, load_function
+from .source import (
+    FunctionSource,
+    StaticFunction,
+    UnboundClosureVariable,
+    literal_value,
+    load_function,
+)
 
 BINARY_OPERATORS: dict[type[ast.operator], Callable[..., object]] = {
     ast.Add: operator.add,
@@ -1065,11 +1071,15 @@ class Lowerer(ArrayLowering):
 
     def _resolve_global(self, node: ast.Name) -> object:
         try:
-            return self.fs.namespace[node.id]
+            value = self.fs.namespace[node.id]
         except KeyError:
             raise self._error(
                 UnsupportedSyntaxError, node, messages.undefined_name(node.id)
             ) from None
+        if isinstance(value, UnboundClosureVariable):
+            message = messages.unbound_closure_variable(node.id)
+            raise self._error(UnsupportedSyntaxError, node, message)
+        return value
 
     def _attribute_atom(self, node: ast.Attribute) -> Atom:
         value, shown = self._resolve_attribute(node)

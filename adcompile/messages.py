@@ -196,7 +196,20 @@ def unbound_local(name: str) -> str:
 
 def undefined_name(name: str) -> str:
     """A name that is neither local nor visible from the function."""
-    return f"name `{name}` is not defined (not a parameter, a local, a global or a builtin)"
+    return (
+        f"name `{name}` is not defined (not a parameter, a local, a global or a builtin) when "
+        "the function is compiled; `@grad` compiles when the `def` runs, so if it is defined "
+        "further down the module, define it above, or call `grad(f)` after it is defined"
+    )
+
+
+def unbound_closure_variable(name: str) -> str:
+    """A closure variable the enclosing function has not assigned yet."""
+    return (
+        f"`{name}` is a variable of the enclosing function that has no value yet when this "
+        "function is compiled (it is assigned after the `def`); assign it before the `def`, "
+        "or call `grad` after it is assigned"
+    )
 
 
 def global_not_number(name: str, value: object) -> str:

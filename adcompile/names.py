@@ -11,6 +11,7 @@ import ast
 import builtins
 import keyword
 import re
+import unicodedata
 from collections.abc import Iterable
 
 from .astutil import walk
@@ -112,6 +113,17 @@ _WORD = re.compile(r"[^\W\d]\w*")
 _BUILTIN_NAMES = frozenset(dir(builtins))  # reserved so that no generated name hides one
 
 
+def as_python_reads(text: str) -> str:
+    """Source text with identifiers spelled as Python reads them: it normalises them (NFKC),
+    so ``𝐛_x`` in the text is the name ``b_x``."""
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
+
+
+def source_words(text: str) -> set[str]:
+    """Every word of source text, as Python reads it: a superset of its identifiers."""
+    return set(_WORD.findall(as_python_reads(text)))
+
+
 def _mentions(text: str, word: str) -> bool:
     """Whether ``word`` is among ``_WORD.findall(text)`` (or, rarely, inside a longer word
     after a digit: a superset, which only reserves a name more), without listing them all."""
@@ -129,6 +141,7 @@ def user_name_table(
     if source is None:
         words = function_identifiers(node)
     else:
+        source = as_python_reads(source)
         words = set(_WORD.findall(source))
         # The function's own name on its `def` line is free for generated names (the
         # gradient's output variable is named after it), unless the body uses it.

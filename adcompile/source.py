@@ -170,13 +170,23 @@ def _find_node(tree: ast.Module, code: types.CodeType) -> FunctionNode | None:
     return None
 
 
+class UnboundClosureVariable:
+    """A closure variable with no value yet: it hides any global of its name, as in Python."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<closure variable {self.name}, not assigned yet>"
+
+
 def _closure_values(fn: types.FunctionType) -> dict[str, object]:
-    values = {}
+    values: dict[str, object] = {}
     for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
         try:
             values[name] = cell.cell_contents
         except ValueError:  # an empty cell: the variable is not bound yet
-            continue
+            values[name] = UnboundClosureVariable(name)
     return values
 
 
@@ -313,7 +323,29 @@ def static_namespace(
                 if isinstance(target, ast.Name):
                     computed = ComputedGlobal(ast.unparse(stmt))
                     names[target.id] = computed if value is None else value
+                else:  # `a, b = ...`, `obj.x = ...`: what it binds is known by running it
+                    _mark_computed(target, stmt, names)
+        elif not isinstance(stmt, ast.FunctionDef):  # `K += 1.0`, `if ...: K = 7.0`, ...
+            _mark_computed(stmt, stmt, names)
     return names
+
+
+def _mark_computed(node: ast.AST, stmt: ast.stmt, names: dict[str, object]) -> None:
+    """Every module-level name ``node`` binds is known only by running ``stmt``."""
+    computed = ComputedGlobal(ast.unparse(stmt).splitlines()[0])
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, ast.Name) and not isinstance(current.ctx, ast.Load):
+            names[current.id] = computed
+        elif isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names[current.name] = computed  # its body is another scope
+            continue
+        elif isinstance(current, ast.alias):
+            bound = current.asname or current.name.split(".")[0]
+            if bound != "*":
+                names[bound] = computed
+        stack.extend(ast.iter_child_nodes(current))
 
 
 def load_from_file(path: str, func_name: str) -> FunctionSource:

@@ -146,6 +146,25 @@ def test_a_module_constant_computed_by_an_expression_is_named_as_such(capsys, tm
     assert "`sq` comes from `from elsewhere import sq` at module level" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("module_code", "shown"),
+    [
+        ("K = 3.0\nK += 1.0\n", "K += 1.0"),
+        ("K = 3.0\nif True:\n    K = 7.0\n", "if True:"),
+        ("K = 3.0\nfor K in (1.0, 2.0):\n    pass\n", "for K in (1.0, 2.0):"),
+        ("K = 3.0\nK, M = (4.0, 5.0)\n", "K, M = (4.0, 5.0)"),
+    ],
+)
+def test_a_module_constant_rebound_by_running_code_is_not_taken_from_its_literal(
+    capsys, tmp_path, module_code, shown
+):
+    """Read without running the file, `K = 3.0` then `K += 1.0` gave K = 3.0 silently."""
+    target = tmp_path / "rebound.py"
+    target.write_text(f"{module_code}\n\ndef f(x):\n    return K * x\n")
+    assert main(["dump", f"{target}:f"]) == 1
+    assert f"`K` comes from `{shown}` at module level" in capsys.readouterr().err
+
+
 KINKS_FILE = """
 def clamp(x):
     return min(x, 1.0) * 2

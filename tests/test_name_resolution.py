@@ -179,3 +179,66 @@ def test_a_positional_only_parameter_given_by_keyword_is_refused(tmp_path: Path)
     )
     with pytest.raises(UnsupportedSyntaxError, match="takes `b` by position only"):
         grad(module.f)
+
+
+def test_identifiers_python_normalises_are_reserved_as_python_reads_them(
+    tmp_path: Path,
+) -> None:
+    """``𝐛_x`` is the name ``b_x`` to Python (NFKC): x's adjoint overwrote such a parameter,
+    and a temporary ``t1`` hid a module constant written ``𝐭1``."""
+    module = module_from_source(
+        tmp_path,
+        """
+        import math
+
+        \U0001d42d1 = 3.0
+
+
+        def f(x, \U0001d41b_x):
+            return x * x * \U0001d41b_x + math.sin(x * \U0001d42d1) * \U0001d41b_x
+        """,
+    )
+    assert_grad_matches_mp(module.f, [{"x": 0.7, "b_x": 1.5}, {"x": -1.2, "b_x": 0.25}])
+
+
+def test_a_closure_variable_assigned_after_the_def_is_refused_not_read_as_a_global(
+    tmp_path: Path,
+) -> None:
+    """Python reads the enclosing function's ``k``; its empty cell let the global through."""
+    module = module_from_source(
+        tmp_path,
+        """
+        from adcompile import grad
+
+        k = 100.0
+
+
+        def build():
+            def f(x):
+                return x * k
+
+            gradient = grad(f)
+            k = 3.0
+            return gradient
+        """,
+    )
+    with pytest.raises(UnsupportedSyntaxError, match="`k` is a variable of the enclosing"):
+        module.build()
+
+
+def test_a_helper_defined_below_the_decorated_function_gets_a_fix(tmp_path: Path) -> None:
+    source = """
+    from adcompile import grad
+
+
+    @grad
+    def f(x):
+        return helper(x)
+
+
+    def helper(x):
+        return x * x
+    """
+    with pytest.raises(UnsupportedSyntaxError, match="define it above, or call `grad") as caught:
+        module_from_source(tmp_path, source)
+    assert ".py:7:12: name `helper` is not defined" in str(caught.value)
