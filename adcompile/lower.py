@@ -842,7 +842,14 @@ class Lowerer(ArrayLowering):
             if not self._numpy_call(node, target, callee, shown):
                 self._call_without_rule(node, target, callee, shown)
             return
-        user_source = self._user_function(callee)
+        try:
+            user_source = self._user_function(callee)
+        except AdcompileError as exc:
+            if exc.location is not None:
+                raise
+            # Its source cannot be read (made by exec, typed at the prompt): say where it is
+            # called, in the caller's file.
+            raise self._error(UnsupportedSyntaxError, node, exc.message) from None
         if user_source is not None:
             self._call_user_function(node, target, callee, user_source)
             return
@@ -1082,6 +1089,9 @@ class Lowerer(ArrayLowering):
         return value
 
     def _attribute_atom(self, node: ast.Attribute) -> Atom:
+        constant = self._user_module_constant(node)
+        if constant is not None:
+            return constant
         value, shown = self._resolve_attribute(node)
         if isinstance(value, _NUMBER_TYPES):
             return Global(shown, ast.unparse(shown))
@@ -1157,6 +1167,29 @@ class Lowerer(ArrayLowering):
         if helper:  # generated array code differentiated again: its helpers are primitives
             return canonical_helper(helper), ast.Name(id=self._helper_alias(helper), ctx=ast.Load())
         return value, self._canonical_callee(value, func)
+
+    def _user_module_constant(self, node: ast.Attribute) -> Atom | None:
+        """``helpers.K`` in ``import helpers``: data of the user's own module, read when the
+        gradient is compiled (as a global is), under a module-level name ``helpers_K``."""
+        base = node.value
+        if base.__class__ is not ast.Name or base.id in self.locals:
+            return None
+        module = self.fs.namespace.get(base.id)
+        if module.__class__ is not types.ModuleType or is_numpy(module):
+            return None
+        if any(module is m for m in RENDERABLE_MODULES.values()):
+            return None
+        value = getattr(module, node.attr, None)
+        is_array = self.array_mode and isinstance(value, self.numpy.ndarray)
+        if not (isinstance(value, _NUMBER_TYPES) or _is_number_tuple(value) or is_array):
+            return None
+        key = (id(vars(module)), node.attr)
+        if key not in self.constant_names:
+            chosen = self.names.fresh(f"{base.id}_{node.attr}")
+            self.constant_names[key] = (chosen, module)
+            self.constants[chosen] = value
+        name = self.constant_names[key][0]
+        return Global(ast.Name(id=name, ctx=ast.Load()), name)
 
     def _user_module_function(self, func: ast.Attribute) -> types.FunctionType | None:
         """``helpers.scaled`` in ``import helpers``: a Python function of the user's own

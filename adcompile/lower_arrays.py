@@ -80,6 +80,7 @@ def _uses_numpy(
     array_syntax = False
     looked_up = set(local)  # each outside name once: `math` is read at every call
     called: set[str] = set()  # names of called functions: user helpers are inlined
+    called_in_modules: set[tuple[str, str]] = set()  # `helpers.f(x)`: (module name, f)
     for child in walk(node):
         cls = child.__class__
         if cls is ast.Name:
@@ -88,8 +89,15 @@ def _uses_numpy(
                 if is_numpy(namespace.get(child.id)):
                     return True
         elif cls is ast.Call:
-            if child.func.__class__ is ast.Name and child.func.id not in local:
-                called.add(child.func.id)
+            func = child.func
+            if func.__class__ is ast.Name and func.id not in local:
+                called.add(func.id)
+            elif (
+                func.__class__ is ast.Attribute
+                and func.value.__class__ is ast.Name
+                and func.value.id not in local
+            ):
+                called_in_modules.add((func.value.id, func.attr))
         elif cls is ast.BinOp:
             array_syntax = array_syntax or isinstance(child.op, ast.MatMult)
         elif cls is ast.Attribute or cls is ast.Subscript:
@@ -97,6 +105,10 @@ def _uses_numpy(
     if array_syntax:
         return _numpy_available()
     helpers = [namespace.get(name) for name in sorted(called)]
+    for module_name, attr in sorted(called_in_modules):
+        module = namespace.get(module_name)
+        if isinstance(module, types.ModuleType):
+            helpers.append(getattr(module, attr, None))
     return any(_helper_uses_numpy(helper, seen) for helper in helpers if _is_user_code(helper))
 
 

@@ -18,6 +18,7 @@ from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .astutil import clone_located
 from .errors import AdcompileError, Location, UnsupportedSyntaxError, node_location
 
 FunctionNode = ast.FunctionDef | ast.Lambda
@@ -170,6 +171,55 @@ def _find_node(tree: ast.Module, code: types.CodeType) -> FunctionNode | None:
     return None
 
 
+def _class_mangling(node: ast.FunctionDef | ast.Lambda, code: types.CodeType) -> dict[str, str]:
+    """``__k -> _Model__k`` for a function written in a class body, as Python compiles it.
+
+    Python rewrites private names (two leading underscores, not a dunder) in class bodies;
+    the code object holds the rewritten ones, from which the class's prefix is read.
+    """
+    private = {
+        name
+        for child in ast.walk(node)
+        for name in _identifiers_of(child)
+        if name.startswith("__") and not name.endswith("__")
+    }
+    if not private:
+        return {}
+    compiled = set()
+    stack = [code]
+    while stack:
+        current = stack.pop()
+        compiled.update(current.co_names, current.co_varnames, current.co_freevars)
+        stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+    if private & compiled:  # kept as written: not in a class body
+        return {}
+    for name in private:
+        for seen in compiled:
+            if seen != name and seen.endswith(name) and seen.startswith("_"):
+                prefix = seen[: -len(name)]
+                return {p: prefix + p for p in private}
+    return {}
+
+
+def _identifiers_of(node: ast.AST) -> tuple[str, ...]:
+    if isinstance(node, ast.Name):
+        return (node.id,)
+    if isinstance(node, ast.arg):
+        return (node.arg,)
+    return ()
+
+
+def _renamed_copy(node: ast.AST, renames: dict[str, str]) -> ast.AST:
+    """A copy of ``node`` with its names and parameters renamed (positions kept)."""
+    copy = clone_located(node)
+    for child in ast.walk(copy):
+        if isinstance(child, ast.Name) and child.id in renames:
+            child.id = renames[child.id]
+        elif isinstance(child, ast.arg) and child.arg in renames:
+            child.arg = renames[child.arg]
+    return copy
+
+
 class UnboundClosureVariable:
     """A closure variable with no value yet: it hides any global of its name, as in Python."""
 
@@ -223,7 +273,8 @@ def function_node(fn: types.FunctionType) -> tuple[FunctionNode, list[str]]:
     if not lines:
         raise AdcompileError(
             f"cannot read the source of {fn.__qualname__}: {filename} is not available "
-            "(functions typed into the interactive prompt have no source file; put them in a file)"
+            "(functions typed into the interactive prompt or made by exec have no source "
+            "file; put them in a file)"
         )
     node = _parse_own_lines(lines, code)
     if node is None:
@@ -243,16 +294,26 @@ def load_function(fn: object) -> FunctionSource:
         kind = type(fn).__name__
         hint = ""
         if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
-            owner = type(fn.__self__).__name__
+            bound_to_class = isinstance(fn.__self__, type)  # a classmethod
+            owner = fn.__self__.__name__ if bound_to_class else type(fn.__self__).__name__
+            first = "the class" if bound_to_class else "the instance"
             hint = (
-                f"; differentiate the function {owner}.{fn.__func__.__name__} instead, with wrt= "
-                "naming the parameters after self, and pass the instance as the first argument"
+                f"; differentiate the function {owner}.__dict__[{fn.__func__.__name__!r}]"
+                f".__func__ instead, with wrt= naming the parameters after the first, and pass "
+                f"{first} as the first argument"
+                if bound_to_class
+                else f"; differentiate the function {owner}.{fn.__func__.__name__} instead, "
+                "with wrt= naming the parameters after self, and pass the instance as the "
+                "first argument"
             )
         raise TypeError(
             f"adcompile differentiates Python functions defined with def or lambda, "
             f"not {kind} objects ({fn!r}){hint}"
         )
     node, lines = function_node(fn)
+    mangling = _class_mangling(node, fn.__code__)
+    if mangling:
+        node = _renamed_copy(node, mangling)
     namespace = ChainMap(_closure_values(fn), fn.__globals__, vars(builtins))
     return FunctionSource(
         node=node,

@@ -7,6 +7,7 @@ against the refusal the case calls for.
 
 from __future__ import annotations
 
+import math
 import re
 import textwrap
 from pathlib import Path
@@ -242,3 +243,140 @@ def test_a_helper_defined_below_the_decorated_function_gets_a_fix(tmp_path: Path
     with pytest.raises(UnsupportedSyntaxError, match="define it above, or call `grad") as caught:
         module_from_source(tmp_path, source)
     assert ".py:7:12: name `helper` is not defined" in str(caught.value)
+
+
+def test_functions_sharing_one_wrappers_code_are_not_recursion(tmp_path: Path) -> None:
+    """Recursion was told by the code's position: two functions one decorator (or factory)
+    made looked like one function calling itself."""
+    module = module_from_source(
+        tmp_path,
+        """
+        import functools
+        import math
+
+
+        def scaled(fn):
+            @functools.wraps(fn)
+            def wrapper(x):
+                return 2.0 * fn(x)
+
+            return wrapper
+
+
+        @scaled
+        def inner(t):
+            return math.sin(t)
+
+
+        @scaled
+        def outer(t):
+            return inner(t) * t
+
+
+        def compose(a, b):
+            def c(t):
+                return a(b(t))
+
+            return c
+
+
+        square = lambda t: t * t  # noqa: E731
+        quartic = compose(square, square)
+        power16 = compose(quartic, quartic)
+
+
+        def f(x):
+            return outer(x)
+
+
+        def g(x):
+            return power16(x)
+        """,
+    )
+    x = 0.7
+    assert grad(module.f)(x) == pytest.approx(4.0 * (math.sin(x) + x * math.cos(x)), rel=1e-14)
+    assert grad(module.g)(x) == pytest.approx(16.0 * x**15, rel=1e-14)
+
+
+def test_private_names_in_a_class_body_are_read_as_python_mangles_them(tmp_path: Path) -> None:
+    """In a class body ``__k`` is ``_Model__k``: the unmangled global was read."""
+    module = module_from_source(
+        tmp_path,
+        """
+        __k = 1.0
+        _Model__k = 5.0
+
+
+        def __sq(t):
+            return t
+
+
+        def _Model__sq(t):
+            return t * t
+
+
+        class Model:
+            @staticmethod
+            def f(x, __w):
+                return x * __k + __sq(x) * __w
+        """,
+    )
+    assert grad(module.Model.f)(0.7, 2.0) == pytest.approx((5.0 + 2.8, 0.49), rel=1e-15)
+
+
+def test_a_helper_without_source_is_reported_at_its_call(tmp_path: Path) -> None:
+    namespace: dict[str, object] = {}
+    exec("def scale(t):\n    return 3.0 * t\n", namespace)
+    module = module_from_source(tmp_path, "def f(x):\n    return scale(x) * x\n")
+    module.scale = namespace["scale"]
+    with pytest.raises(UnsupportedSyntaxError, match="cannot read the source of scale") as caught:
+        grad(module.f)
+    assert ".py:2:12:" in str(caught.value)
+
+
+def test_a_classmethod_gets_a_hint_naming_its_class(tmp_path: Path) -> None:
+    module = module_from_source(
+        tmp_path,
+        """
+        class Model:
+            @classmethod
+            def f(cls, x):
+                return x * x
+        """,
+    )
+    with pytest.raises(TypeError, match=r"Model.__dict__\['f'\].__func__ .* pass the class"):
+        grad(module.Model.f)
+
+
+def test_a_modules_functions_and_constants_read_through_the_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``helpers.K`` was refused ("module not supported"), and ``helpers.h(w)`` with NumPy
+    in ``h`` did not make the caller array code (refused where ``h(w)`` compiled)."""
+    np = pytest.importorskip("numpy")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "names_consts.py").write_text(
+        "import numpy as np\n\nK = 3.0\nT = (1.0, 2.0)\n\n\n"
+        "def h(w):\n    return np.sum(w * w) * K\n"
+    )
+    module = module_from_source(
+        tmp_path,
+        """
+        import names_consts
+
+
+        def f(x):
+            s = names_consts.K * x * x
+            for c in names_consts.T:
+                s = s + c * x
+            return s
+
+
+        def g(w):
+            return names_consts.h(w) + names_consts.K
+        """,
+    )
+    assert_grad_matches_mp(module.f, [{"x": 0.5}, {"x": -1.25}])
+    assert "names_consts_K = 3.0" in grad(module.f).source
+    w = np.array([0.5, -1.0])
+    np.testing.assert_allclose(grad(module.g)(w), 6.0 * w, rtol=1e-15)
