@@ -17,7 +17,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import messages
 from .astutil import names_in, stored_names
+from .depth import room_for_deep_expressions
+from .errors import UnsupportedSyntaxError
 from .floats import NO_FACTS, FloatFacts
 from .forward import build_forward_gradient, build_jvp
 from .ir import CoreFunction, If, Loop, Stmt
@@ -138,7 +141,8 @@ def generate(
     passes = choose_passes(optimize)
     # Forward-mode gradients of arrays: a generated jvp, called once per element.
     by_elements = mode == "forward" and kind != "jvp" and is_array_code(fs)
-    core = lower_function(fs, tuple_output=kind in ("jvp", "vjp"))
+    with _deep_expressions_allowed(fs):
+        core = lower_function(fs, tuple_output=kind in ("jvp", "vjp"))
     choice = resolve_wrt(core.params, wrt, fs.name)
     inner_kind = "jvp" if by_elements else kind
     body = _transform(core, inner_kind, choice, mode)
@@ -285,6 +289,15 @@ def _purpose(name: str, choice: WrtChoice, kind: str, extra: list[str]) -> str:
     if kind == "value_and_grad":
         return f"Return ({name}, {shown})."
     return f"Return {shown}."
+
+
+@contextlib.contextmanager
+def _deep_expressions_allowed(fs: FunctionSource) -> Iterator[None]:
+    try:
+        with room_for_deep_expressions():
+            yield
+    except RecursionError:
+        raise UnsupportedSyntaxError(messages.TOO_DEEP, fs.locate(fs.node)) from None
 
 
 @contextlib.contextmanager

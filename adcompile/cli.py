@@ -20,11 +20,21 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import messages
 from .api import generate_source
+from .depth import room_for_deep_expressions
 from .errors import AdcompileError, Location, UnsupportedSyntaxError, format_message
 from .graph import GraphError
 from .render import load_module
-from .source import FunctionSource, StaticFunction, load_from_file, load_function
+from .source import (
+    FunctionSource,
+    StaticFunction,
+    UnreadDefault,
+    load_from_file,
+    load_function,
+    static_defaults,
+)
+from .symbolic import NoSamplePoints
 
 
 class UsageError(Exception):
@@ -65,6 +75,7 @@ def _import(name: str) -> types.ModuleType:
     """Import a module as ``python -m`` would: the current directory comes first."""
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
+    argv, sys.argv = sys.argv, [name]  # a module that reads its arguments sees none of ours
     try:
         return importlib.import_module(name)
     except ImportError as exc:
@@ -74,6 +85,13 @@ def _import(name: str) -> types.ModuleType:
         raise UnsupportedSyntaxError(f"the module does not parse: {exc.msg}", location) from None
     except Exception as exc:  # the module's own code failed: its error, in one line
         raise LookupError(f"importing {name!r} failed: {type(exc).__name__}: {exc}") from None
+    except SystemExit as exc:  # a script that runs (or parses its arguments) when imported
+        raise LookupError(
+            f"importing {name!r} failed: it called sys.exit({exc.code!r}) (code that runs on "
+            "import; put it under `if __name__ == '__main__':`)"
+        ) from None
+    finally:
+        sys.argv = argv
 
 
 def _note_static_rules(fs: FunctionSource) -> None:
@@ -246,6 +264,8 @@ def command_check(args: argparse.Namespace) -> int:
     try:
         report, reference = _compare(fs, gradient, points, wrt)
         kinks = _settle_kinks(fs, report)
+    except NoSamplePoints as exc:
+        raise RunError(f"{exc.reason}; give a point in its domain with --at") from None
     except (ArithmeticError, ValueError, TypeError) as exc:  # the user's function failed there
         raise _failed_at(exc, args.at if given else "the sample points") from None
     print(report.table())
@@ -319,17 +339,42 @@ def _has_nan(points: list) -> bool:
 
 
 def define_statically(fs: FunctionSource) -> Callable[..., Any]:
-    """Define a file's functions without running its module code (imports and literals only)."""
+    """Define a file's functions without running any of its code: no module code, and no
+    default, decorator or annotation expression (defaults are the values read statically)."""
     namespace = {k: v for k, v in fs.namespace.items() if not isinstance(v, StaticFunction)}
-    defs = []
-    for value in fs.namespace.values():
-        if isinstance(value, StaticFunction):
-            node = copy.copy(value.node)
-            node.decorator_list = []  # e.g. @grad: the primal itself is wanted here
-            defs.append(node)
+    namespace[_UNREAD] = object()  # a default known only by running the file: unusable
+    defs = [
+        _static_definition(value.node, static_defaults(value.node, fs.namespace))
+        for value in fs.namespace.values()
+        if isinstance(value, StaticFunction)
+    ]
     module = ast.Module(body=defs, type_ignores=[])
     exec(compile(module, fs.filename, "exec"), namespace)
     return namespace[fs.name]
+
+
+_UNREAD = "__adcompile_unread_default__"
+
+
+def _static_definition(node: ast.FunctionDef, defaults: tuple) -> ast.FunctionDef:
+    """A copy of ``node`` whose defaults are the given values, without decorators (e.g.
+    ``@grad``: the primal itself is wanted) or annotations."""
+    node = copy.deepcopy(node)
+    node.decorator_list, node.returns = [], None
+    arguments = node.args
+    for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
+        arg.annotation = None
+    for special in (arguments.vararg, arguments.kwarg):
+        if special is not None:
+            special.annotation = None
+    arguments.defaults = [
+        ast.Name(id=_UNREAD, ctx=ast.Load()) if isinstance(v, UnreadDefault) else ast.Constant(v)
+        for v in defaults
+    ]
+    arguments.kw_defaults = [
+        None if d is None else ast.Name(id=_UNREAD, ctx=ast.Load()) for d in arguments.kw_defaults
+    ]
+    return ast.fix_missing_locations(node)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -368,7 +413,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
-        return args.run(args)
+        with room_for_deep_expressions():
+            return args.run(args)
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as tools do
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -380,6 +426,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"adcompile: error: {exc}", file=sys.stderr)
         return 2
     except RunError as exc:
+        print(f"adcompile: error: {exc}", file=sys.stderr)
+        return 1
+    except RecursionError:  # beyond even the raised limit (Python's own compiler gives up too)
+        print(f"adcompile: error: {messages.TOO_DEEP}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("adcompile: interrupted", file=sys.stderr)
+        return 130
+    except UnicodeError as exc:  # e.g. printing a name the terminal's encoding cannot show
         print(f"adcompile: error: {exc}", file=sys.stderr)
         return 1
     except ValueError as exc:  # a bad --wrt, reported by resolve_wrt

@@ -32,6 +32,7 @@ from typing import Any
 from . import messages
 from .api import resolve_wrt
 from .astutil import BUILTIN_MARK, clone, clone_located, names_in, substitute
+from .depth import room_for_deep_expressions
 from .errors import UnsupportedSyntaxError
 from .ir import (
     Apply,
@@ -553,6 +554,8 @@ class _Interpreter:
                     break
                 self.env[stmt.index] = index
                 self.labels[stmt.index] = ast.Name(id=self.display(stmt.index), ctx=ast.Load())
+                # In the executed graph, the index is a constant of each iteration: `i = 2`.
+                self.producers[stmt.index] = Operand(None, f"{self.display(stmt.index)} = {index}")
             elif not self._evaluate(stmt.test):
                 break
             position = LoopPosition(line, len(positions) + 1, run=run)
@@ -899,6 +902,7 @@ def _line_parts(line: Line | None) -> tuple[int | None, str | None]:
 
 
 # ----- the public entry points -----------------------------------------------------------
+@room_for_deep_expressions()
 def explain_source(fs: FunctionSource, point: dict[str, Any], wrt: Any = None) -> Explanation:
     """Explain the gradient of a loaded function at ``point`` (a value for each parameter)."""
     core = lower_function(fs)
@@ -970,7 +974,11 @@ def _visible(steps: list[Step], all_iterations: bool) -> Iterator[Step | str]:
         if key != summarised:
             summarised = key
             more = hidden.count - 2 * SHOWN_AT_EACH_END
-            yield f"... {more} more iterations of line {hidden.line} (--all shows them)"
+            iterations = "iteration" if more == 1 else "iterations"
+            yield (
+                f"... {more} more {iterations} of line {hidden.line} (all_iterations=True, "
+                "or --all on the command line, shows them)"
+            )
 
 
 def _line_text(step: Step) -> str:

@@ -222,8 +222,21 @@ class _StaticGraph:
         header = self.fs.source_line(stmt.line) if isinstance(stmt.line, int) else stmt.line.text
         with graph.subgraph(name=self.fresh("cluster_loop")) as sub:
             sub.attr(label=f"{header}  ({_line(stmt.line)})", style="rounded")
+            if stmt.test is None:
+                self.loop_index(stmt, sub)
             self.block(stmt.body, sub)
             self.block(stmt.back_edges, sub, "next iteration")
+
+    def loop_index(self, stmt: Loop, graph: Any) -> None:
+        """A range loop's index: a node of its own, fed by the bounds (``n`` in range(n))."""
+        name = self.display(stmt.index)
+        node = self.fresh("n")
+        graph.node(node, name, shape="ellipse")
+        for bound in stmt.bounds:
+            if isinstance(bound, Var) and bound.name in self.producers:
+                self.graph.edge(self.producers[bound.name], node, style="dotted")
+        self.producers[stmt.index] = node
+        self.labels[stmt.index] = _name(name)
 
 
 def _name(text: str) -> ast.Name:

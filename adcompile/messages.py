@@ -31,6 +31,10 @@ def falls_off_end(last: ast.stmt) -> str:
     )
 
 
+TOO_DEEP = (
+    "an expression in this function nests too deeply for adcompile (a sum of thousands of "
+    "terms?); split it into several statements, e.g. `s = s + ...` in steps"
+)
 RETURN_NOTHING = "`return` needs a value: grad differentiates the returned number"
 EARLY_RETURN_TUPLE = (
     "several values are returned only by the function's last statement: an early `return` "
@@ -299,7 +303,7 @@ def user_rule_in_forward_mode(name: str) -> str:
 def computed_global(name: str, value: object) -> str:
     """A module-level name assigned from an expression, in a file read without running it."""
     return (
-        f"`{name}` comes from `{value.statement}` at module level, which does not run when "
+        f"`{name}` comes from `{value.statement}` {value.where}, which does not run when "
         "the file is given as PATH.py (it is read, so only literal constants and imports of "
         "math and numpy are known); write a literal instead, or name the module "
         "(`package.module:FUNC`) so that it is imported"

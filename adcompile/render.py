@@ -23,7 +23,7 @@ from .hidden_builtins import alias_hidden_builtins
 from .ir import CoreFunction, Site
 from .notes import instrument
 from .reverse import ADJOINT, FORWARD
-from .source import FunctionSource, function_node
+from .source import FunctionSource, UnreadDefault, function_node
 
 with warnings.catch_warnings():
     # astor 0.8.1 touches ast.Num & co., deprecated since Python 3.12: silence exactly those.
@@ -159,6 +159,8 @@ def _with_comments(
 
 
 def _default_literal(value: object, fs: FunctionSource) -> ast.expr:
+    if isinstance(value, UnreadDefault):
+        raise UnsupportedSyntaxError(f"the default {value!r}", fs.locate(fs.node))
     try:
         literal = ast.parse(repr(value), mode="eval").body
         if ast.literal_eval(literal) == value:
@@ -184,6 +186,8 @@ def _arguments(fs: FunctionSource, extra: list[str]) -> ast.arguments:
 def _constant_literal(value: object) -> ast.expr:
     if isinstance(value, tuple):  # data: a tuple of numbers (or of such tuples)
         return ast.Tuple(elts=[_constant_literal(item) for item in value], ctx=ast.Load())
+    if isinstance(value, float) and type(value) is not float:
+        value = float(value)  # np.float64(0.1) is a float whose repr names NumPy
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         return ast.parse(f"float({str(value)!r})", mode="eval").body
     return ast.parse(repr(value), mode="eval").body

@@ -254,7 +254,7 @@ class StaticFunction:
 
     def source(self) -> FunctionSource:
         """The function as a FunctionSource, resolving names in its own file."""
-        defaults = tuple(literal_value(d) for d in self.node.args.defaults)
+        defaults = static_defaults(self.node, self.namespace)
         return FunctionSource(
             self.node, self.filename, self.lines, self.namespace, self.node.name, defaults
         )
@@ -342,12 +342,42 @@ def literal_value(node: ast.expr) -> object | None:
     return value if isinstance(value, int | float | tuple) else None
 
 
+class UnreadDefault(str):
+    """A default a file computes when it runs (``clip=CLIP`` with ``CLIP = f()``), unknown
+    when the file is only read; its repr is what an error says of it."""
+
+    def __repr__(self) -> str:
+        return (
+            f"`{self}`, which is known only by running the file (PATH.py is read, not run: "
+            "write a literal default, or name the module as package.module:FUNC)"
+        )
+
+
+def static_defaults(node: ast.FunctionDef, namespace: Mapping[str, object]) -> tuple:
+    """A function's defaults in a file read without running it: literals, and module
+    constants the file binds to literals (``clip=CLIP`` after ``CLIP = True``)."""
+    values = []
+    for expr in node.args.defaults:
+        try:
+            values.append(ast.literal_eval(expr))
+            continue
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            pass
+        known = namespace.get(expr.id) if isinstance(expr, ast.Name) else None
+        if isinstance(known, bool | int | float | str | tuple) and known is not None:
+            values.append(known)
+        else:
+            values.append(UnreadDefault(ast.unparse(expr)))
+    return tuple(values)
+
+
 class ComputedGlobal:
     """A module-level name a file binds by running something (``K = 2 * 3.0``, an import of
     another module): unknown when the file is read without running it (``dump PATH.py``)."""
 
-    def __init__(self, statement: str) -> None:
+    def __init__(self, statement: str, where: str = "at module level") -> None:
         self.statement = statement
+        self.where = where
 
     def __repr__(self) -> str:
         return f"<bound at module level by {self.statement}>"
@@ -373,7 +403,12 @@ def static_namespace(
             module = _static_import(stmt.module) if stmt.module and stmt.level == 0 else None
             for alias in stmt.names:
                 bound = alias.asname or alias.name
-                if module is not None and hasattr(module, alias.name):
+                if module is not None and alias.name == "*":  # as Python binds them
+                    public = getattr(module, "__all__", None) or [
+                        n for n in dir(module) if not n.startswith("_")
+                    ]
+                    names.update({n: getattr(module, n) for n in public if hasattr(module, n)})
+                elif module is not None and hasattr(module, alias.name):
                     names[bound] = getattr(module, alias.name)
                 elif alias.name != "*":
                     names[bound] = ComputedGlobal(ast.unparse(stmt))
@@ -388,6 +423,10 @@ def static_namespace(
                     _mark_computed(target, stmt, names)
         elif not isinstance(stmt, ast.FunctionDef):  # `K += 1.0`, `if ...: K = 7.0`, ...
             _mark_computed(stmt, stmt, names)
+    for node in ast.walk(tree):  # `global K` in a function: K may change when it runs
+        if isinstance(node, ast.Global):
+            computed = ComputedGlobal(f"global {', '.join(node.names)}", "in a function")
+            names.update(dict.fromkeys(node.names, computed))
     return names
 
 
@@ -409,6 +448,21 @@ def _mark_computed(node: ast.AST, stmt: ast.stmt, names: dict[str, object]) -> N
         stack.extend(ast.iter_child_nodes(current))
 
 
+def _undecodable_location(file: object) -> Location:
+    """Where the first byte that does not decode is: its line and column."""
+    raw = file.read_bytes()
+    encoding, _ = tokenize.detect_encoding(iter(raw.splitlines(keepends=True)).__next__)
+    try:
+        raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        before = raw[: exc.start]
+        line = before.count(b"\n") + 1
+        start = before.rfind(b"\n") + 1
+        text = raw[start:].split(b"\n", 1)[0].decode(encoding, errors="replace")
+        return Location(str(file), line, len(before[start:].decode(encoding, "replace")) + 1, text)
+    return Location(str(file), 0, 0)
+
+
 def load_from_file(path: str, func_name: str) -> FunctionSource:
     """Load a top-level function from a file without executing the file."""
     from pathlib import Path  # here: only the CLI reads files, and the import costs 5 ms
@@ -419,13 +473,24 @@ def load_from_file(path: str, func_name: str) -> FunctionSource:
             text = handle.read()
     except OSError as exc:
         raise FileNotFoundError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except (SyntaxError, UnicodeDecodeError) as exc:  # a bad cookie, or undecodable bytes
+    except UnicodeDecodeError as exc:  # undecodable bytes: say where, as Python does
+        raise UnsupportedSyntaxError(
+            f"cannot read {path} as Python source: {exc.reason} ({exc.encoding})",
+            _undecodable_location(file),
+        ) from None
+    except SyntaxError as exc:  # a bad coding cookie
         raise AdcompileError(f"cannot read {path} as Python source: {exc}") from None
     filename = str(file)
     try:
         tree = ast.parse(text, filename=filename)
     except SyntaxError as exc:
-        location = Location(filename, exc.lineno or 0, exc.offset or 0, exc.text or "")
+        line, col = exc.lineno, exc.offset
+        if line is None and "\0" in text:  # "null bytes": Python gives no position
+            before = text[: text.index("\0")]
+            line, col = before.count("\n") + 1, len(before) - before.rfind("\n")
+        lines = text.splitlines(keepends=True)
+        shown = exc.text or (lines[line - 1] if line and line <= len(lines) else "")
+        location = Location(filename, line or 0, col or 0, shown.replace("\0", " "))
         raise UnsupportedSyntaxError(f"the file does not parse: {exc.msg}", location) from None
     functions = {
         stmt.name: stmt
@@ -437,12 +502,12 @@ def load_from_file(path: str, func_name: str) -> FunctionSource:
         raise LookupError(f"{path} has no top-level function {func_name!r} (functions: {known})")
     node = functions[func_name]
     lines = text.splitlines(keepends=True)
-    defaults = tuple(literal_value(d) for d in node.args.defaults)
+    namespace = static_namespace(tree, filename, lines)
     return FunctionSource(
         node=node,
         filename=filename,
         lines=lines,
-        namespace=static_namespace(tree, filename, lines),
+        namespace=namespace,
         name=func_name,
-        defaults=defaults,
+        defaults=static_defaults(node, namespace),
     )

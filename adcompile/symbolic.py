@@ -772,7 +772,15 @@ def sample_points(
                 points.append(point)
     if len(points) >= n:
         return points
-    raise ValueError(
+    raise NoSamplePoints(
         f"found only {len(points)} of {n} points where {symbolic.name} and its partials are "
-        f"finite (tried boxes {list(SAMPLING_STAGES)}); pass the points explicitly"
+        f"finite (tried boxes {list(SAMPLING_STAGES)})"
     )
+
+
+class NoSamplePoints(ValueError):
+    """Random sampling found too few points in the function's domain."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"{reason}; pass the points explicitly (points=[...])")

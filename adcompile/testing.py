@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .api import Wrt, resolve_wrt
+from .depth import room_for_deep_expressions
 from .symbolic import SymbolicFunction, sample_points, symbolic_function
 
 Point = Mapping[str, float] | Sequence[float]
@@ -150,6 +151,7 @@ def _as_tuple(result: object, bare: bool, count: int) -> tuple[float, ...]:
     return tuple(float(v) for v in values)
 
 
+@room_for_deep_expressions()
 def compare_source_with_sympy(
     source: object,
     gradient: Callable[..., object],

@@ -13,7 +13,7 @@ import pytest
 from adcompile import grad
 from adcompile.cli import main
 from adcompile.rules import active_rules
-from tests.helpers import run_cli
+from tests.helpers import module_from_source, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "examples" / "seed.py"
@@ -389,3 +389,109 @@ def test_a_closed_pipe_ends_the_output_quietly(tmp_path):
     with process.stderr:
         assert process.stderr.read() == b""
     assert status == 1
+
+
+def test_static_defaults_are_read_not_written_as_none(capsys, tmp_path):
+    """A default naming a module constant was written `clip=None` (a different gradient)."""
+    target = tmp_path / "defaults.py"
+    target.write_text(
+        "CLIP = True\nN = 3\n\n\ndef f(x, clip=CLIP, n=N):\n"
+        "    if clip:\n        x = min(x, 1.0)\n    return x * x * n\n\n\n"
+        "def g(x, u=2 ** 3):\n    return x * u\n"
+    )
+    assert main(["dump", f"{target}:f"]) == 0
+    assert "def f_grad(x, clip=True, n=3):" in capsys.readouterr().out
+    assert main(["dump", f"{target}:g"]) == 1
+    err = capsys.readouterr().err
+    assert f"{target}:11:1: error: the default `2 ** 3`, which is known only by running" in err
+
+
+def test_check_of_a_file_runs_none_of_its_code(capsys, tmp_path):
+    """The mpmath reference defined every function of the file, running its defaults."""
+    marker = tmp_path / "ran.txt"
+    target = tmp_path / "quiet.py"
+    target.write_text(
+        "def f(x, n=3):\n    s = 0.0\n    for i in range(n):\n        s = s + x * i\n"
+        f"    return s\n\n\ndef other(z=open({str(marker)!r}, 'w').write('x')):\n"
+        "    return z\n"
+    )
+    assert main(["check", f"{target}:f", "--at", "x=1.5", "--wrt", "x"]) == 0
+    assert "OK: matches the mpmath reference" in capsys.readouterr().out
+    assert not marker.exists()
+
+
+def test_static_mode_follows_star_imports_and_global_statements(capsys, tmp_path):
+    star = tmp_path / "star.py"
+    star.write_text("from math import *\n\n\ndef f(x):\n    return sin(x) * exp(x)\n")
+    assert main(["dump", f"{star}:f"]) == 0
+    assert "math.cos(x)" in capsys.readouterr().out
+    configured = tmp_path / "configured.py"
+    configured.write_text(
+        "M = 1.0\n\n\ndef configure():\n    global M\n    M = 5.0\n\n\n"
+        "configure()\n\n\ndef f(x):\n    return x * M\n"
+    )
+    assert main(["dump", f"{configured}:f"]) == 1
+    assert "`M` comes from `global M` in a function" in capsys.readouterr().err
+
+
+def test_a_numpy_float_constant_is_written_as_a_float(tmp_path, monkeypatch):
+    """`np.float64(0.1)` was written by its repr, naming NumPy the module never imports."""
+    np = pytest.importorskip("numpy")
+    module = module_from_source(
+        tmp_path, "import math\n\nRATE = 0.0\n\n\ndef f(x):\n    return math.sin(x) * RATE\n"
+    )
+    module.RATE = np.float64(0.1)
+    gradient = grad(module.f)
+    assert "RATE = 0.1\n" in gradient.source
+    assert gradient(0.5) == math.cos(0.5) * 0.1
+
+
+def test_a_module_that_exits_on_import_is_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "cli_exiting.py").write_text(
+        "import sys\n\n\ndef f(x):\n    return x * x\n\n\nif len(sys.argv) > 1:\n"
+        "    sys.exit(4)\n\nsys.exit(5)\n"
+    )
+    assert main(["dump", "cli_exiting:f"]) == 1
+    err = capsys.readouterr().err
+    assert "importing 'cli_exiting' failed: it called sys.exit(5)" in err  # saw no arguments
+
+
+def test_interrupted_and_unreadable_files_are_one_line(tmp_path, monkeypatch, capsys):
+    import adcompile.cli as cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "command_dump", interrupted)
+    assert main(["dump", "x.py:f"]) == 130
+    assert capsys.readouterr().err == "adcompile: interrupted\n"
+    monkeypatch.undo()
+    nul = tmp_path / "nul.py"
+    nul.write_bytes(b"\ndef f(x):\n    return x * 2.0\x00\n")
+    assert main(["dump", f"{nul}:f"]) == 1
+    assert f"{nul}:3:19: error: the file does not parse" in capsys.readouterr().err
+    latin = tmp_path / "latin.py"
+    latin.write_bytes(b"def f(x):\n    return x  # caf\xe9\n")
+    assert main(["dump", f"{latin}:f"]) == 1
+    assert f"{latin}:2:20: error: cannot read" in capsys.readouterr().err
+
+
+def test_sums_of_hundreds_of_terms_compile(tmp_path, capsys):
+    """About 400 terms exceeded the recursion limit (an internal error in the CLI)."""
+    target = tmp_path / "long_sum.py"
+    target.write_text("def f(x):\n    return " + " + ".join(["x * x"] * 1500) + "\n")
+    assert main(["check", f"{target}:f", "--at", "x=0.5"]) == 0
+    assert "OK: matches SymPy" in capsys.readouterr().out
+    deep = tmp_path / "deep_sum.py"
+    deep.write_text("def f(x):\n    return " + " + ".join(["x"] * 20000) + "\n")
+    assert main(["dump", f"{deep}:f"]) == 1
+    assert "nests too deeply" in capsys.readouterr().err
+
+
+def test_check_without_points_outside_the_domain_says_to_give_one(tmp_path, capsys):
+    target = tmp_path / "domain.py"
+    target.write_text("import math\n\n\ndef f(x):\n    return math.log(x - 50.0)\n")
+    assert main(["check", f"{target}:f"]) == 1
+    assert "give a point in its domain with --at" in capsys.readouterr().err

@@ -136,6 +136,18 @@ def decay(x, a):
     return x
 
 
+def five_steps(x):
+    for _ in range(5):
+        x = x * 1.5
+    return x
+
+
+def test_one_hidden_iteration_is_said_in_the_singular():
+    text = str(explain(five_steps, 1.0))
+    assert "... 1 more iteration of line" in text
+    assert "all_iterations=True" in text
+
+
 def test_loops_show_first_and_last_iterations():
     explanation = explain(decay, 1.3, 0.8)
     text = str(explanation)

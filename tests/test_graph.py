@@ -117,6 +117,24 @@ def test_executed_graph_unrolls_the_loop():
     assert "color=red" in source  # adjoints on the reverse edges
 
 
+def scaled_sum(x, n):
+    s = 0.0
+    for i in range(n):
+        s = s + x * i
+    return s
+
+
+def test_graphs_name_a_range_loops_index():
+    """The index was drawn as `None` (executed graph) and `?` (static graph)."""
+    executed = executed_graph(explain(scaled_sum, 2.0, 3, wrt="x")).source
+    for i in range(3):
+        assert f'label="i = {i}"' in executed
+    assert "None" not in executed
+    static = static_graph(load_function(scaled_sum)).source
+    assert "x * i" in static and "?" not in static
+    assert "in_n -> " in static  # the bound feeds the index
+
+
 @needs_dot
 def test_executed_graph_svg_of_a_loop(tmp_path):
     from adcompile.graph import write_graph

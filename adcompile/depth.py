@@ -1,0 +1,25 @@
+"""Room on the call stack for deeply nested expressions.
+
+The compiler and ``explain`` walk an expression's tree recursively, a few frames per level;
+a machine-written sum of 2,000 terms nests 2,000 levels, past Python's default limit of
+1,000 frames. The generated code itself is flat (one primitive per statement).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+
+RECURSION_LIMIT = 10_000
+
+
+@contextlib.contextmanager
+def room_for_deep_expressions() -> Iterator[None]:
+    """Raise the recursion limit to ``RECURSION_LIMIT`` (never lower it) for the block."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
