@@ -141,7 +141,8 @@ def name_nodes(node: ast.AST) -> list[ast.Name]:
 _CHILDREN: dict[type, tuple[str, ...]] = {
     ast.BinOp: ("left", "right"),
     ast.UnaryOp: ("operand",),
-    ast.Call: ("func", "args"),
+    ast.Call: ("func", "args", "keywords"),  # keywords: `np.sum(g, axis=k)` reads k
+    ast.keyword: ("value",),
     ast.Attribute: ("value",),
     ast.Expr: ("value",),
     ast.Return: ("value",),

@@ -247,7 +247,10 @@ def _array_jacobian(
         for column, partial in zip(columns, pullback(cotangent), strict=True):
             column.append(partial)
     return tuple(
-        np.reshape(np.stack(column), value.shape + np.shape(given))
+        np.reshape(
+            np.stack(column) if column else np.zeros(0, np.result_type(given, 1.0)),
+            value.shape + np.shape(given),
+        )
         for column, given in zip(columns, inputs, strict=True)
     )
 
@@ -337,7 +340,10 @@ def _forward_over_forward(fn: Callable[..., Any], wrt: Wrt) -> Callable[..., Any
                 _, partials = forward_jacobian(second, (*args, *direction), indices)
                 rows.append([slope for _, slope in partials])
             blocks.append(
-                [_rows_stacked([row[j] for row in rows], args[k]) for j in range(len(indices))]
+                [
+                    _rows_stacked([row[j] for row in rows], args[k], args[m])
+                    for j, m in enumerate(indices)
+                ]
             )
         if choice.bare:
             return blocks[0][0]
@@ -354,9 +360,9 @@ def _directions(args: tuple, k: int) -> Iterator[list[Any]]:
     return _basis([_zeros_like(a) for a in args], k, args[k])
 
 
-def _rows_stacked(rows: list[Any], arg: Any) -> Any:
-    """Rows of the Hessian, one per element of ``arg`` (each shaped like another parameter),
-    as blocks shaped like ``arg``, each leaf's axes first."""
+def _rows_stacked(rows: list[Any], arg: Any, other: Any) -> Any:
+    """Rows of the Hessian, one per element of ``arg`` (each shaped like the parameter
+    ``other``), as blocks shaped like ``arg``, each leaf's axes first."""
     import numpy as np  # only array code gets here
 
     from .rules.array_helpers import _leaves, _rebuilt
@@ -368,9 +374,11 @@ def _rows_stacked(rows: list[Any], arg: Any) -> Any:
         start += size
         stacked = [
             np.stack([np.asarray(row[m]) for row in chunk]).reshape(
-                np.shape(leaf) + np.shape(chunk[0][m])
+                np.shape(leaf) + np.shape(other_leaf)
             )
-            for m in range(len(chunk[0]))
+            if chunk
+            else np.zeros(np.shape(leaf) + np.shape(other_leaf))  # an empty leaf: no rows
+            for m, other_leaf in enumerate(_leaves(other))
         ]
-        blocks.append(_rebuilt(rows[0], iter(stacked)))
+        blocks.append(_rebuilt(other, iter(stacked)))
     return _rebuilt(arg, iter(blocks))

@@ -439,7 +439,7 @@ class Lowerer(ArrayLowering):
             type(stmt.value), messages.EXPRESSION_STATEMENT
         )
         if isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute):
-            message = messages.APPEND_METHOD
+            message = messages.call_statement(stmt.value)
         raise self._error(UnsupportedSyntaxError, stmt, message)
 
     def _stmt_Assign(self, stmt: ast.Assign) -> None:

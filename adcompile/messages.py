@@ -105,6 +105,18 @@ APPEND_METHOD = (
 )
 
 
+def call_statement(call: ast.Call) -> str:
+    """A call whose result is dropped: it acts only by changing something in place."""
+    if isinstance(call.func, ast.Attribute) and call.func.attr in ("append", "extend", "insert"):
+        return APPEND_METHOD
+    shown = ast.unparse(call.func)
+    return (
+        f"`{shown}(...)` as a statement acts only by changing an array in place (like "
+        "`b.sort()` or `np.sin(b, out=b)`), which is not supported; assign the new value "
+        "instead (`b = np.sort(b)`, `b = np.sin(b)`)"
+    )
+
+
 def unpack_count(count: int) -> str:
     """A loop target that does not match the iteration's arity."""
     return f"the loop target must be {count} names here (`for a, b in ...`)"

@@ -117,7 +117,9 @@ def _grouped(x, axis):
     axes = tuple(int(a) % np.ndim(x) for a in axes)
     order = [a for a in range(np.ndim(x)) if a not in axes] + list(axes)
     moved = np.transpose(x, order)
-    return moved.reshape((*moved.shape[: np.ndim(x) - len(axes)], -1)), (order, moved.shape)
+    kept = moved.shape[: np.ndim(x) - len(axes)]
+    merged = int(np.prod(moved.shape[len(kept) :]))  # not -1: a size-0 array may be reshaped
+    return moved.reshape((*kept, merged)), (order, moved.shape)
 
 
 def _ungrouped(flat, undo):
@@ -311,7 +313,11 @@ def forward_jacobian(jvp, args, wrt):
         for tangents in _basis(zeros, position, args[k]):
             value, slope = jvp(*args, *tangents)
             columns.append(slope)
-        partials.append(_stacked(columns, args[k]))
+        if columns and all(np.size(leaf) for leaf in _leaves(args[k])):
+            template = columns[0]
+        else:  # an empty array: one pass along zero tangents gives the output's shapes
+            value, template = jvp(*args, *zeros)
+        partials.append(_stacked(columns, args[k], template))
     return value, partials
 
 
@@ -333,19 +339,29 @@ def _zeros_like(tree):
     return _rebuilt(tree, iter([_zero(leaf) for leaf in _leaves(tree)]))
 
 
-def _stacked(columns, arg):
+def _stacked(columns, arg, template):
     """Derivatives of an output along each element of the input ``arg``, as one array per
-    output leaf and input leaf, of the output leaf's shape followed by the input leaf's."""
-    first = columns[0]
-    if isinstance(first, dict):
-        return {key: _stacked([column[key] for column in columns], arg) for key in first}
-    if isinstance(first, list | tuple):
-        items = [_stacked([column[i] for column in columns], arg) for i in range(len(first))]
-        return type(first)(items)
+    output leaf and input leaf, of the output leaf's shape followed by the input leaf's.
+    ``template`` is one column (any): the output's structure, also when ``arg`` is empty."""
+    if isinstance(template, dict):
+        return {
+            key: _stacked([column[key] for column in columns], arg, template[key])
+            for key in template
+        }
+    if isinstance(template, list | tuple):
+        items = [
+            _stacked([column[i] for column in columns], arg, template[i])
+            for i in range(len(template))
+        ]
+        return type(template)(items)
     blocks, start = [], 0
     for leaf in _leaves(arg):
         size = int(np.size(leaf))
-        stacked = np.stack([np.asarray(c) for c in columns[start : start + size]], axis=-1)
+        part = [np.asarray(c) for c in columns[start : start + size]]
+        if part:
+            stacked = np.stack(part, axis=-1)
+        else:  # no elements: no columns, an empty block
+            stacked = np.zeros((*np.shape(template), 0), np.result_type(template, 1.0))
         blocks.append(stacked.reshape(stacked.shape[:-1] + np.shape(leaf)))
         start += size
     return _rebuilt(arg, iter(blocks))

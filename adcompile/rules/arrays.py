@@ -245,23 +245,23 @@ def sum_(x, result, g, *, axis=None, keepdims=False):
 @array_rule(np.mean)
 def mean(x, result, g, *, axis=None, keepdims=False):
     return np.full(np.shape(x), (g if axis is None or keepdims else np.expand_dims(g, axis))) * (
-        np.size(result) / np.size(x)
+        np.size(result) / max(np.size(x), 1)  # an empty x: an empty adjoint, any factor
     )
 
 
 @array_rule(np.var)
 def var(x, result, g, *, axis=None, keepdims=False, ddof=0):
     # var = sum((x - mean)**2) / (n - ddof), n the count of each reduced group.
-    n = np.size(x) / np.size(result)
+    n = np.size(x) / max(np.size(result), 1)
     return np.full(np.shape(x), (g if axis is None or keepdims else np.expand_dims(g, axis))) * (
-        (x - np.mean(x, axis=axis, keepdims=True)) * (2.0 / (n - ddof))
+        (x - np.mean(x, axis=axis, keepdims=True)) * (2.0 / (n - ddof or np.nan))
     )
 
 
 @array_rule(np.std)
 def std(x, result, g, *, axis=None, keepdims=False, ddof=0):
     # std = sqrt(var): var's adjoint over 2 * std (nan where std == 0, as in JAX).
-    n = np.size(x) / np.size(result)
+    n = np.size(x) / max(np.size(result), 1)
     spread = result if axis is None or keepdims else np.expand_dims(result, axis)
     return np.full(np.shape(x), (g if axis is None or keepdims else np.expand_dims(g, axis))) * (
         (x - np.mean(x, axis=axis, keepdims=True)) / ((n - ddof) * spread)
@@ -419,14 +419,14 @@ def mean_tangent(x, result, g, *, axis=None, keepdims=False):
 
 @array_tangent(np.var)
 def var_tangent(x, result, g, *, axis=None, keepdims=False, ddof=0):
-    n = np.size(x) / np.size(result)
+    n = np.size(x) / max(np.size(result), 1)
     centred = x - np.mean(x, axis=axis, keepdims=True)
-    return np.sum(centred * g, axis=axis, keepdims=keepdims) * (2.0 / (n - ddof))
+    return np.sum(centred * g, axis=axis, keepdims=keepdims) * (2.0 / (n - ddof or np.nan))
 
 
 @array_tangent(np.std)
 def std_tangent(x, result, g, *, axis=None, keepdims=False, ddof=0):
-    n = np.size(x) / np.size(result)
+    n = np.size(x) / max(np.size(result), 1)
     centred = x - np.mean(x, axis=axis, keepdims=True)
     return np.sum(centred * g, axis=axis, keepdims=keepdims) / ((n - ddof) * result)
 
