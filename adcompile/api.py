@@ -339,6 +339,8 @@ def compile_transform(
             "cannot be compiled again; build higher derivatives from grad instead, e.g. "
             "grad(grad(grad(f))), jacobian(grad(grad(f))) or hessian(grad(f))"
         )
+    if kind in ("grad", "value_and_grad"):
+        _check_scalar_gradient(fn)
     fn = _differentiable_version(fn)
     with _collector_paused():
         generated = generate(load_function(fn), kind, wrt, mode, optimize)
@@ -357,6 +359,26 @@ def compile_transform(
     function.adcompile_recipe = Recipe(fn, kind, wrt, mode, generated.has_loops)
     function.adcompile_outputs = generated.n_outputs
     return function
+
+
+def _check_scalar_gradient(fn: Callable[..., Any]) -> None:
+    """Refuse ``grad(grad(h))`` where ``grad(h)`` returns a tuple of partials, in the
+    user's terms (not at the generated code's ``return``)."""
+    recipe = getattr(fn, "adcompile_recipe", None)
+    if recipe is None or recipe.kind not in ("grad", "value_and_grad"):
+        return
+    primal = load_function(recipe.primal)
+    choice = resolve_wrt(primal.param_names(), recipe.wrt, primal.name)
+    if recipe.kind == "grad" and choice.bare:
+        return
+    name = primal.name
+    what = "(value, partials)" if recipe.kind == "value_and_grad" else "a tuple of partials"
+    raise UnsupportedSyntaxError(
+        f"{recipe.kind}({name}) returns {what}, and grad differentiates one number: "
+        f"differentiate one partial, e.g. grad(grad({name}, wrt={choice.names[0]!r})), or "
+        f"use hessian({name}) for every second derivative",
+        primal.locate(primal.node),
+    )
 
 
 def _differentiable_version(fn: Callable[..., Any]) -> Callable[..., Any]:

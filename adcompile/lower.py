@@ -435,6 +435,11 @@ class Lowerer(ArrayLowering):
             check = self.names.numbered("check")  # names nothing that is read
             self.block.append(Opaque(check, rewritten, frozenset(reads), stmt.lineno, effect=True))
             return
+        kind = self._empty_check_kind(stmt.value)
+        if kind is not None:  # generated code read again: `min(()) if acc is None else None`
+            test, reads = self._rewrite_opaque(stmt.value.test)
+            self._check_not_empty(kind, test, reads, stmt.lineno)
+            return
         message = messages.UNSUPPORTED_EXPRESSIONS.get(
             type(stmt.value), messages.EXPRESSION_STATEMENT
         )
@@ -799,11 +804,32 @@ class Lowerer(ArrayLowering):
         statements, acc, new_locals = self._iteration().reduction(node, kind)
         self.locals |= new_locals
         self._statements(statements)
+        if kind != "sum":
+            result = ast.Name(id=self.env[acc], ctx=ast.Load())
+            empty = ast.Compare(left=result, ops=[ast.Is()], comparators=[ast.Constant(None)])
+            self._check_not_empty(kind, empty, {self.env[acc]}, node.lineno)
         self.block.append(Copy(target, Var(self.env[acc]), node.lineno))
         # The accumulator and the comprehension's variables live only inside the reduction:
         # forgetting them keeps later merges from copying values that may never be bound.
         for name in new_locals:
             self.env.pop(name, None)
+
+    def _check_not_empty(self, kind: str, empty: ast.expr, reads: set[str], line: int) -> None:
+        """``min``/``max`` of nothing raises ValueError in Python; so does ``min(())``."""
+        fail = builtin_call(kind, ast.Tuple(elts=[], ctx=ast.Load()))
+        check = ast.IfExp(test=empty, body=fail, orelse=ast.Constant(None))
+        target = self.names.numbered("check")
+        self.block.append(Opaque(target, check, frozenset(reads), line, effect=True))
+
+    def _empty_check_kind(self, expr: ast.expr) -> str | None:
+        """``min``/``max`` for the statement ``_check_not_empty`` writes, else None."""
+        if not (isinstance(expr, ast.IfExp) and isinstance(expr.body, ast.Call)):
+            return None
+        call = expr.body
+        if call.keywords or len(call.args) != 1 or not isinstance(call.args[0], ast.Tuple):
+            return None
+        callee = _resolved_or_none(self, call.func)
+        return next((k for k in ("min", "max") if callee is getattr(builtins, k)), None)
 
     def _expr_IfExp(self, node: ast.IfExp, target: str) -> None:
         cond = self.names.numbered("cond")
@@ -1230,8 +1256,86 @@ class Lowerer(ArrayLowering):
 
     # ----- values with no derivative -----------------------------------------------------
     def _opaque(self, node: ast.expr, target: str, no_rule: Exception | None = None) -> None:
+        if not self.in_loop_test:  # a `while` test is evaluated again each time round
+            node = self._hoisted_short_circuits(node)
         rewritten, reads = self._rewrite_opaque(node)
         self.block.append(Opaque(target, rewritten, frozenset(reads), node.lineno, no_rule))
+
+    def _hoisted_short_circuits(self, node: ast.expr) -> ast.expr:
+        """A test whose `and`/`or` or conditional expression guards a call of the user's
+        function (``x > 0 and safe_log(x) > 0.5``), with that part computed before it by
+        statements that call the function only where Python does: ``flag = x > 0`` then
+        ``if flag: flag = safe_log(x) > 0.5``. Calls in a test are otherwise computed
+        before the test, as values, whatever it decides."""
+        if not self._calls_user_code(node):
+            return node
+        if isinstance(node, ast.BoolOp) and any(self._calls_user_code(v) for v in node.values[1:]):
+            return self._flag(self._short_circuit(node, self._new_flag()), node)
+        if isinstance(node, ast.IfExp) and (
+            self._calls_user_code(node.body) or self._calls_user_code(node.orelse)
+        ):
+            flag = self._new_flag()
+            chosen = ast.If(
+                test=node.test,
+                body=[self._flag_assign(flag, node.body)],
+                orelse=[self._flag_assign(flag, node.orelse)],
+            )
+            return self._flag([ast.copy_location(chosen, node)], node, flag)
+        if isinstance(node, ast.Compare) and any(
+            self._calls_user_code(c) for c in node.comparators[1:]
+        ):
+            raise self._error(UnsupportedSyntaxError, node, messages.CALL_IN_CHAINED_COMPARISON)
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, ast.expr):
+                setattr(node, field, self._hoisted_short_circuits(value))
+            elif isinstance(value, list):
+                setattr(node, field, [self._hoisted_short_circuits(v) for v in value])
+        return node
+
+    def _short_circuit(self, node: ast.expr, flag: str) -> list[ast.stmt]:
+        """Statements leaving ``node``'s value in ``flag``, each operand of an `and`/`or`
+        evaluated only if Python evaluates it."""
+        if not (isinstance(node, ast.BoolOp) and self._calls_user_code(node)):
+            return [self._flag_assign(flag, node)]
+        statements = self._short_circuit(node.values[0], flag)
+        for value in node.values[1:]:
+            read = ast.copy_location(ast.Name(id=flag, ctx=ast.Load()), value)
+            go_on = read if isinstance(node.op, ast.And) else ast.UnaryOp(ast.Not(), read)
+            guarded = ast.If(test=go_on, body=self._short_circuit(value, flag), orelse=[])
+            statements.append(ast.copy_location(guarded, value))
+        return statements
+
+    def _new_flag(self) -> str:
+        flag = self.names.numbered("flag")
+        self.locals.add(flag)
+        return flag
+
+    def _flag(
+        self, statements: list[ast.stmt], node: ast.expr, flag: str | None = None
+    ) -> ast.expr:
+        """Lower ``statements`` (which set the flag) and read the flag in place of ``node``."""
+        flag = flag or statements[0].targets[0].id
+        self._statements([ast.fix_missing_locations(s) for s in statements])
+        return ast.copy_location(ast.Name(id=flag, ctx=ast.Load()), node)
+
+    @staticmethod
+    def _flag_assign(flag: str, value: ast.expr) -> ast.stmt:
+        target = ast.Name(id=flag, ctx=ast.Store())
+        return ast.copy_location(ast.Assign(targets=[target], value=value), value)
+
+    def _calls_user_code(self, node: ast.expr) -> bool:
+        """Whether ``node`` calls a function of the user's or sums a generator."""
+        return any(child.__class__ is ast.Call and self._runs_code(child) for child in walk(node))
+
+    def _runs_code(self, call: ast.Call) -> bool:
+        """A call lowered into statements (the user's function inlined, a loop summing a
+        generator): in a test, it is computed before the test as a value."""
+        callee = _resolved_or_none(self, call.func)
+        return (
+            self._local_function(call.func) is not None
+            or self._user_function(callee) is not None
+            or _reduction_kind(call, callee) is not None
+        )
 
     def _rewrite_opaque(self, node: ast.expr) -> tuple[ast.expr, set[str]]:
         """Copy a test expression with names renamed and callees made canonical."""
@@ -1278,9 +1382,7 @@ class _OpaqueRewriter(ast.NodeTransformer):
 
     def visit_Call(self, call: ast.Call) -> ast.expr:
         lowerer = self.lowerer
-        if lowerer._local_function(call.func) is not None or lowerer._user_function(
-            _resolved_or_none(lowerer, call.func)
-        ):
+        if lowerer._runs_code(call):
             if lowerer.in_loop_test:
                 raise lowerer._error(UnsupportedSyntaxError, call, messages.CALL_IN_WHILE_TEST)
             # A call of the user's own function in a test: computed before the test, as a

@@ -67,6 +67,11 @@ CALL_IN_WHILE_TEST = (
     "a call to your own function in a `while` condition is not supported; compute the "
     "condition into a variable before the loop and at the end of its body"
 )
+CALL_IN_CHAINED_COMPARISON = (
+    "a call to your own function after the first comparison of a chain (`a < b < h(x)`) "
+    "runs only if the comparisons before it hold, which adcompile does not follow here; "
+    "write the comparisons joined by `and` (`a < b and b < h(x)`)"
+)
 NESTED_DECORATOR = "decorators on nested functions are not supported"
 BOOLOP_VALUE = (
     "`and`/`or` used as a value has no derivative; use them only in tests, "

@@ -458,3 +458,98 @@ def test_a_helper_called_through_its_module_is_inlined(tmp_path, monkeypatch) ->
     code = [line for line in grad(module.f).source.splitlines() if "#" not in line]
     assert not any("qualified_helpers" in line for line in code)  # inlined, not called
     assert_grad_matches_mp(module.f, [{"x": 0.3, "y": -0.7}, {"x": 1.2, "y": 0.4}], None)
+
+
+SHORT_CIRCUITS = """
+import math
+
+
+def safe_log(t):
+    return math.log(t)
+
+
+def grow(t):
+    while t < 10.0:  # ends only for t > 0
+        t = t * 2.0
+    return t
+
+
+def guarded_and(x):
+    if x > 0 and safe_log(x) > 0.5:
+        return x * x
+    return x
+
+
+def guarded_or(x):
+    if x <= 0 or not safe_log(x) > 0.5:
+        return x
+    return x * x
+
+
+def guarded_arm(x):
+    if (safe_log(x) if x > 0 else 0.0) > 0.5:
+        return x * x
+    return x
+
+
+def guarded_loop(x):
+    y = x * x if x > 0 and grow(x) > 12.0 else x
+    return y
+
+
+def guarded_nested(x, y):
+    if not (y > 0 and (x < 0 or safe_log(x) > 0.5)):
+        return x * y
+    return x + y
+"""
+
+
+@pytest.mark.parametrize(
+    "name", ["guarded_and", "guarded_or", "guarded_arm", "guarded_loop", "guarded_nested"]
+)
+def test_a_call_guarded_by_and_or_runs_only_where_python_runs_it(tmp_path: Path, name: str) -> None:
+    """The call was computed before the test: math domain errors, or a loop never ending."""
+    fn = function_from_source(tmp_path, SHORT_CIRCUITS, name)
+    points = [{"x": -1.0}, {"x": 0.7}, {"x": 2.8}]  # not where grow() lands on 10 exactly
+    if name == "guarded_nested":
+        points = [{"x": x, "y": y} for x in (-1.0, 0.5, 2.5) for y in (-0.5, 1.5)]
+    assert_grad_matches_mp(fn, points, None)
+    assert_grad_matches_mp(fn, points, None, gradient=grad(fn, mode="forward"))
+
+
+def test_a_call_late_in_a_comparison_chain_is_refused(tmp_path: Path) -> None:
+    fn = function_from_source(
+        tmp_path,
+        SHORT_CIRCUITS + "\n\ndef chained(x):\n    if 0 < x < safe_log(x):\n        return x\n"
+        "    return x * x\n",
+        "chained",
+    )
+    with pytest.raises(UnsupportedSyntaxError, match="after the first comparison of a chain"):
+        grad(fn)
+
+
+def test_a_reduction_in_a_test_and_of_an_empty_sequence(tmp_path: Path) -> None:
+    """`sum(...)` of a generator in a test was refused ("supported only inside sum()"), and
+    `min`/`max` of nothing gave None where Python raises ValueError."""
+    module = module_from_source(
+        tmp_path,
+        """
+        import math
+
+
+        def tested(x):
+            if sum(math.sin(x * i) for i in range(3)) > 0.5:
+                return x * x
+            return x
+
+
+        def smallest(x, n):
+            m = max(x * i for i in range(n))
+            return x if m is None else x * m
+        """,
+    )
+    assert_grad_matches_mp(module.tested, [{"x": 0.7}, {"x": -0.7}], None)
+    assert_grad_matches_mp(module.smallest, [{"x": 0.7, "n": 3}], "x")
+    for mode in ("reverse", "forward"):
+        with pytest.raises(ValueError, match=r"max\(\) arg is an empty sequence"):
+            grad(module.smallest, wrt="x", mode=mode)(0.7, 0)

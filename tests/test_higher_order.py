@@ -438,3 +438,21 @@ def test_jvp_tangents_must_have_the_primals_structure() -> None:
         jvp(weighted, (p,), ({"W": np.ones(2)},))
     with pytest.raises(ValueError, match=r"has \['W', 'b', 'c'\]"):
         jvp(weighted, (p,), ({"W": np.ones(2), "b": 1.0, "c": 2.0},))
+
+
+def two_inputs(x, y):
+    return x * x * y + math.sin(x * y)
+
+
+def test_grad_of_a_tuple_of_partials_says_what_to_do_in_the_users_terms():
+    """The message pointed at the generated code's `return` and advised returning a sum."""
+    with pytest.raises(UnsupportedSyntaxError, match=r"grad\(two_inputs\) returns a tuple") as e:
+        grad(grad(two_inputs))
+    assert "grad(grad(two_inputs, wrt='x'))" in str(e.value) and "hessian(two_inputs)" in str(
+        e.value
+    )
+    assert f"{__file__}:" in str(e.value)
+    with pytest.raises(UnsupportedSyntaxError, match=r"value_and_grad\(two_inputs\) returns"):
+        grad(value_and_grad(two_inputs))
+    second = grad(grad(two_inputs, wrt="x"), wrt="x")
+    assert second(0.5, 2.0) == pytest.approx(4.0 - 4.0 * math.sin(1.0), rel=1e-14)
