@@ -58,6 +58,10 @@ def var_one_degree(x):
     return np.var(x, ddof=1)
 
 
+def determinant(x):
+    return np.sum(np.linalg.det(x))
+
+
 def sorts_in_place(a):
     b = a * 1.0
     b.sort()
@@ -115,3 +119,32 @@ def test_var_with_as_many_degrees_as_elements_is_nan(module: types.ModuleType) -
 def test_a_call_statement_says_to_assign_instead(module: types.ModuleType) -> None:
     with pytest.raises(UnsupportedSyntaxError, match=r"`b.sort\(...\)` as a statement .* instead"):
         grad(module.sorts_in_place)
+
+
+def cofactors_by_minors(x: np.ndarray) -> np.ndarray:
+    """The textbook cofactor matrix: signed determinants of the minors."""
+    n = x.shape[-1]
+    out = np.empty_like(x)
+    for i in range(n):
+        for j in range(n):
+            minor = np.delete(np.delete(x, i, axis=-2), j, axis=-1)
+            out[..., i, j] = (-1) ** (i + j) * np.linalg.det(minor)
+    return out
+
+
+@pytest.mark.parametrize(
+    "x",
+    [
+        np.array([[1.0, 2.0], [2.0, 4.0]]),
+        np.zeros((2, 2)),
+        np.arange(1.0, 10.0).reshape(3, 3),
+        np.stack([np.eye(3) * 2.0, np.arange(1.0, 10.0).reshape(3, 3)]),
+    ],
+    ids=["rank-1", "zero", "3x3-rank-2", "stack-with-one-singular"],
+)
+def test_det_is_differentiable_at_singular_matrices(module: types.ModuleType, x) -> None:
+    """The rule used inv(x) (forward mode: solve): LinAlgError at a singular matrix."""
+    expected = cofactors_by_minors(x)
+    for mode in ("reverse", "forward"):
+        got = grad(module.determinant, mode=mode)(x)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)

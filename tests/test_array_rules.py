@@ -36,6 +36,7 @@ from adcompile.rules.array_helpers import (
     assemble,
     broadcast_like,
     check_scalar,
+    cofactors,
     contraction,
     contraction_adjoint_a,
     contraction_adjoint_b,
@@ -437,7 +438,7 @@ CASES[(np.reshape, 1)] = [
     Case("flatten", ((2, 3),), statics={"shape": -1}),
 ]
 CASES[(np.linalg.norm, 1)] = cases(NONZERO, ("vector", ((5,),)), ("matrix", ((3, 4),)))
-for _primal in (np.linalg.det, np.linalg.inv):
+for _primal in (np.linalg.det, np.linalg.inv, cofactors):
     CASES[(_primal, 1)] = [
         *cases(well_conditioned, ("2x2", ((2, 2),)), ("3x3", ((3, 3),))),
         Case("stack", ((2, 3, 3),), well_conditioned),

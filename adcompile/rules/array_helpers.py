@@ -136,6 +136,19 @@ def _others(flat):
     return before * after
 
 
+def cofactors(x):
+    """The cofactor matrix of (each matrix in) ``x``: the derivative of ``np.linalg.det``,
+    defined for singular matrices too. ``det(x) * inv(x)^T`` where ``x`` is invertible; else
+    from ``x = u diag(s) vt``: ``det(u) det(vt) u diag(product of the other s) vt``."""
+    try:
+        inverse = np.linalg.inv(x)
+    except np.linalg.LinAlgError:  # singular (in a stack: at least one of them)
+        u, s, vt = np.linalg.svd(x)
+        sign = np.linalg.det(u) * np.linalg.det(vt)
+        return np.expand_dims(sign, (-1, -2)) * ((u * _others(s)[..., None, :]) @ vt)
+    return np.expand_dims(np.linalg.det(x), (-1, -2)) * np.swapaxes(inverse, -1, -2)
+
+
 def matmul_adjoint_a(g, a, b):
     """The adjoint of ``a`` in ``a @ b`` (vectors, matrices and stacks of matrices)."""
     a_ndim, b_ndim = getattr(a, "ndim", 0), getattr(b, "ndim", 0)
@@ -449,6 +462,7 @@ HELPERS = {
     "_grouped": _grouped,
     "_ungrouped": _ungrouped,
     "_others": _others,
+    "cofactors": cofactors,
     "matmul_adjoint_a": matmul_adjoint_a,
     "matmul_adjoint_b": matmul_adjoint_b,
     "split_adjoint": split_adjoint,
@@ -493,6 +507,7 @@ HELPER_DEPENDENCIES = {
     "_grouped": (),
     "_ungrouped": (),
     "_others": (),
+    "cofactors": ("_others",),
     "matmul_adjoint_a": ("unbroadcast",),
     "matmul_adjoint_b": ("unbroadcast",),
     "split_adjoint": (),

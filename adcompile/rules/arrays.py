@@ -18,6 +18,7 @@ import operator
 import numpy as np
 
 from .array_helpers import (
+    cofactors,
     contraction_adjoint_a,
     contraction_adjoint_b,
     extreme_adjoint,
@@ -351,7 +352,7 @@ def norm(x, result, g):
 
 @array_rule(np.linalg.det)
 def det(x, result, g):
-    return np.expand_dims(g * result, (-1, -2)) * np.swapaxes(np.linalg.inv(x), -1, -2)
+    return np.expand_dims(g, (-1, -2)) * cofactors(x)  # singular matrices included
 
 
 @array_rule(np.linalg.inv)
@@ -515,7 +516,7 @@ def norm_tangent(x, result, g):
 
 @array_tangent(np.linalg.det)
 def det_tangent(x, result, g):
-    return result * np.trace(np.linalg.solve(x, g), axis1=-2, axis2=-1)
+    return np.sum(cofactors(x) * g, axis=(-2, -1))
 
 
 @array_tangent(np.linalg.inv)
