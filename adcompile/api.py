@@ -339,8 +339,7 @@ def compile_transform(
             "cannot be compiled again; build higher derivatives from grad instead, e.g. "
             "grad(grad(grad(f))), jacobian(grad(grad(f))) or hessian(grad(f))"
         )
-    if kind in ("grad", "value_and_grad"):
-        _check_scalar_gradient(fn)
+    _check_composable(fn, kind)
     fn = _differentiable_version(fn)
     with _collector_paused():
         generated = generate(load_function(fn), kind, wrt, mode, optimize)
@@ -352,7 +351,10 @@ def compile_transform(
     function.source = generated.text
     function.__wrapped__ = fn
     if kind in ("grad", "value_and_grad"):
-        function.__signature__ = inspect.signature(fn)
+        # The primal's parameters; not its return annotation (a gradient returns partials).
+        function.__signature__ = inspect.signature(fn).replace(
+            return_annotation=inspect.Signature.empty
+        )
         function.__defaults__ = fn.__defaults__
     function.__module__ = fn.__module__
     function.__qualname__ = f"{fn.__qualname__}_{kind}"
@@ -361,24 +363,30 @@ def compile_transform(
     return function
 
 
-def _check_scalar_gradient(fn: Callable[..., Any]) -> None:
-    """Refuse ``grad(grad(h))`` where ``grad(h)`` returns a tuple of partials, in the
-    user's terms (not at the generated code's ``return``)."""
+def _check_composable(fn: Callable[..., Any], kind: str) -> None:
+    """Refuse, in the user's terms (not at the generated code's ``return``), to differentiate
+    ``value_and_grad(h)`` (a value and partials) or, by ``grad``, a tuple of partials."""
     recipe = getattr(fn, "adcompile_recipe", None)
     if recipe is None or recipe.kind not in ("grad", "value_and_grad"):
         return
     primal = load_function(recipe.primal)
     choice = resolve_wrt(primal.param_names(), recipe.wrt, primal.name)
-    if recipe.kind == "grad" and choice.bare:
-        return
     name = primal.name
-    what = "(value, partials)" if recipe.kind == "value_and_grad" else "a tuple of partials"
-    raise UnsupportedSyntaxError(
-        f"{recipe.kind}({name}) returns {what}, and grad differentiates one number: "
-        f"differentiate one partial, e.g. grad(grad({name}, wrt={choice.names[0]!r})), or "
-        f"use hessian({name}) for every second derivative",
-        primal.locate(primal.node),
-    )
+    if recipe.kind == "value_and_grad":
+        message = (
+            f"value_and_grad({name}) returns (value, partials), which is not differentiated "
+            f"again; differentiate grad({name}) instead, e.g. jacobian(grad({name})), or use "
+            f"hessian({name})"
+        )
+    elif kind in ("grad", "value_and_grad") and not choice.bare:
+        message = (
+            f"grad({name}) returns a tuple of partials, and grad differentiates one number: "
+            f"differentiate one partial, e.g. grad(grad({name}, wrt={choice.names[0]!r})), or "
+            f"use hessian({name}) for every second derivative"
+        )
+    else:
+        return
+    raise UnsupportedSyntaxError(message, primal.locate(primal.node))
 
 
 def _differentiable_version(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -441,4 +449,6 @@ def dump(
     optimize: Optimize = True,
 ) -> str:
     """The generated source of ``grad(fn, wrt=wrt, mode=mode)``: a standalone module."""
+    if fn is None:  # grad(None) would be grad used as a decorator factory
+        load_function(fn)  # the TypeError that names what adcompile differentiates
     return grad(fn, wrt=wrt, mode=mode, optimize=optimize).source

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import copy
 import functools
+import types
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from . import messages
 from .api import Wrt, compile_transform, grad, resolve_wrt
+from .errors import UnsupportedSyntaxError
 from .lower import is_array_code
 from .source import load_function
 
@@ -26,12 +29,60 @@ _CACHE: weakref.WeakKeyDictionary[Callable[..., Any], dict[tuple, Callable[..., 
 
 
 def _cached(fn: Callable[..., Any], kind: str, wrt: Wrt = None) -> Callable[..., Any]:
-    """``compile_transform(fn, kind, wrt)``, compiled once per function, code and ``wrt``."""
-    key = (kind, getattr(fn, "__code__", None), _hashable(wrt))
+    """``compile_transform(fn, kind, wrt)``, compiled once per function, code and ``wrt``,
+    and compiled again when what it was compiled against changed: the rules in force (a
+    rule registered later, a ``rule_scope`` left) or a constant the function reads."""
+    from .rules import registry
+
+    key = (
+        kind,
+        getattr(fn, "__code__", None),
+        _hashable(wrt),
+        registry.active_rules(),
+        registry.REGISTRATIONS,
+        _constants_read(fn),
+    )
     per_function = _CACHE.setdefault(fn, {})
     if key not in per_function:
         per_function[key] = compile_transform(fn, kind, wrt)
     return per_function[key]
+
+
+def _constants_read(fn: Callable[..., Any]) -> tuple:
+    """The numbers (and tuples, arrays by identity) that ``fn``'s own code reads from its
+    module and closure, as they are now. Constants of the helpers it calls are not looked
+    at: like ``grad``, the transforms read those when they are compiled."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return ()
+    names, stack = set(), [code]
+    while stack:
+        current = stack.pop()
+        names.update(current.co_names)
+        stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+    module = getattr(fn, "__globals__", {})
+    cells = zip(code.co_freevars, getattr(fn, "__closure__", None) or (), strict=False)
+    seen = [(name, module[name]) for name in sorted(names) if name in module]
+    seen += [(name, cell.cell_contents) for name, cell in cells if _bound(cell)]
+    return tuple((name, _data_key(value)) for name, value in seen if _is_data(value))
+
+
+def _bound(cell: types.CellType) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 -- an empty cell raises
+    except ValueError:
+        return False
+    return True
+
+
+def _is_data(value: object) -> bool:
+    return isinstance(value, int | float | tuple) or type(value).__name__ == "ndarray"
+
+
+def _data_key(value: object) -> object:
+    # repr: nan equals itself, 1 is not 1.0; an array by identity (its elements are read
+    # from the object itself when the code runs)
+    return ("array", id(value)) if type(value).__name__ == "ndarray" else repr(value)
 
 
 def _private(args: tuple) -> tuple:
@@ -58,6 +109,16 @@ def _check_structure(primal: Any, tangent: Any, where: str) -> None:
             )
         for i, (p, t) in enumerate(zip(primal, tangent, strict=True)):
             _check_structure(p, t, f"{where}[{i}]")
+    elif _shape(tangent) != _shape(primal):
+        raise ValueError(
+            f"jvp: the tangent of {where} has shape {_shape(tangent)}; its primal has shape "
+            f"{_shape(primal)} (a tangent has its primal's shape)"
+        )
+
+
+def _shape(value: Any) -> tuple:
+    """A NumPy array's shape; () for a number."""
+    return tuple(getattr(value, "shape", ()))
 
 
 def _hashable(wrt: Wrt) -> object:
@@ -71,6 +132,9 @@ def _completer(fn: Callable[..., Any]) -> Callable[[tuple], tuple]:
     the primal's, so a primal argument left to its default must be passed explicitly.
     """
     fs = load_function(fn)
+    arguments = fs.node.args
+    if arguments.vararg or arguments.kwarg or arguments.kwonlyargs:  # as compiling would say
+        raise fs.error(UnsupportedSyntaxError, fs.node, messages.NON_POSITIONAL_PARAMS)
     params, defaults = fs.param_names(), tuple(fs.defaults)
     name = getattr(fn, "__name__", "function")
 
@@ -135,6 +199,11 @@ def vjp(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tup
     def pullback(cotangent: Any) -> tuple:
         """The cotangents of ``fn``'s arguments for the output cotangent ``cotangent``."""
         if outputs is None:
+            if _shape(cotangent) != _shape(value):
+                raise ValueError(
+                    f"vjp: the cotangent has shape {_shape(cotangent)}; the output has shape "
+                    f"{_shape(value)} (a cotangent has its output's shape)"
+                )
             return generated(*primals, cotangent)
         cotangents = tuple(cotangent)
         if len(cotangents) != outputs:
@@ -192,6 +261,7 @@ def jacobian(fn: Callable[..., Any], wrt: Wrt = None, mode: str = "reverse") -> 
         return shaped[0] if outputs is None else tuple(shaped)
 
     jacobian_of.__name__ = f"{getattr(fn, '__name__', 'function')}_jacobian"
+    jacobian_of.__qualname__ = f"{getattr(fn, '__qualname__', 'function')}_jacobian"
     jacobian_of.source = generated.source
     jacobian_of.adcompile_composite = "jacobian"
     jacobian_of.__wrapped__ = fn
@@ -301,6 +371,8 @@ def hessian(fn: Callable[..., Any], wrt: Wrt = None) -> Callable[..., Any]:
     ``jax.hessian`` gives; it takes one pass of the gradient's tangent code per element of
     the ``wrt`` arrays.
     """
+    if fn is None:  # grad(None) is grad used as a decorator factory: not meant here
+        load_function(fn)  # the TypeError that names what adcompile differentiates
     gradient = grad(fn, wrt=wrt)
     recipe = gradient.adcompile_recipe
     if recipe.has_loops and is_array_code(load_function(fn)):
@@ -308,6 +380,7 @@ def hessian(fn: Callable[..., Any], wrt: Wrt = None) -> Callable[..., Any]:
     else:
         second = jacobian(gradient, wrt=wrt, mode="forward")
     second.__name__ = f"{getattr(fn, '__name__', 'function')}_hessian"
+    second.__qualname__ = f"{getattr(fn, '__qualname__', 'function')}_hessian"
     second.adcompile_composite = "hessian"
     second.__wrapped__ = fn
     return second

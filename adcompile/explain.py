@@ -234,6 +234,14 @@ class Explanation:
     def __str__(self) -> str:
         return self.to_text()
 
+    def __repr__(self) -> str:
+        # Short: a REPL or notebook shows the repr, and the steps of a long loop run to MBs.
+        at = ", ".join(f"{k}={format_number(v)}" for k, v in self.point.items())
+        return (
+            f"<Explanation of {self.function}({at}): value {format_number(self.value)}, "
+            f"gradient {self.gradient}, {len(self.steps)} steps; print() shows them>"
+        )
+
     def to_text(self, all_iterations: bool = False) -> str:
         """The explanation as aligned text; loops summarised unless ``all_iterations``."""
         return _format_text(self, all_iterations)

@@ -619,7 +619,11 @@ def _to_sympy_number(value: float) -> sympy.Expr:
 
 def _to_float(value: sympy.Basic) -> float:
     """A SymPy number as a float; nan when it is complex, undefined or not a number at all."""
-    if getattr(value, "_prec", math.inf) < _MIN_ACCURATE_BITS and abs(value) < _TINY:
+    try:
+        cancelled = getattr(value, "_prec", math.inf) < _MIN_ACCURATE_BITS and abs(value) < _TINY
+    except TypeError:  # "Invalid NaN comparison": a nan point, or a nan value at it
+        return math.nan
+    if cancelled:
         # evalf's mark of exact cancellation (sign(x) + Heaviside(y - x) == 0, say): a Float
         # with no accurate bits and a magnitude bound such as 1e-165. The value is zero.
         return 0.0

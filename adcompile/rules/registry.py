@@ -11,12 +11,14 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import contextvars
 import functools
 import inspect
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from ..errors import AdcompileError
 from ..source import function_node
 
 # Names a template may use besides its own parameters (``np`` only in array rules).
@@ -24,8 +26,9 @@ TEMPLATE_GLOBALS = frozenset({"math", "np", "abs", "min", "max", "float"})
 REQUIRED = inspect.Parameter.empty  # a static parameter without a default
 
 
-class RuleError(ValueError):
-    """A rule template that does not fit the rule form."""
+class RuleError(AdcompileError, ValueError):
+    """A rule template that does not fit the rule form (located at the template's ``def``
+    when the user registers it with ``adcompile.derivative``)."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,8 @@ class RuleTable:
         rule = Rule(primal, display_name(primal), template, arity, params, statics, variadic)
         rule.parsed  # noqa: B018 -- parse now so a malformed template fails at registration
         self._rules[(id(primal), arity)] = rule
+        global REGISTRATIONS
+        REGISTRATIONS += 1
         return rule
 
     def lookup(self, primal: object, arity: int) -> Rule | None:
@@ -169,18 +174,25 @@ class RuleTable:
 
     @contextlib.contextmanager
     def scope(self) -> Iterator[RuleTable]:
-        """Use a child table while the ``with`` block runs (rules added there do not leak)."""
-        global ACTIVE
+        """Use a child table while the ``with`` block runs (rules added there do not leak).
+
+        Per thread (and asyncio task): the table in force is a context variable, so one
+        thread's scope neither shows its rules to another nor outlives its ``with``."""
         child = RuleTable(parent=self)
-        previous, ACTIVE = ACTIVE, child
+        token = _ACTIVE.set(child)
         try:
             yield child
         finally:
-            ACTIVE = previous
+            _ACTIVE.reset(token)
 
 
 BUILTIN_RULES = RuleTable()
-ACTIVE = BUILTIN_RULES
+_ACTIVE: contextvars.ContextVar[RuleTable] = contextvars.ContextVar(
+    "adcompile_rules", default=BUILTIN_RULES
+)
+# Rules registered so far, in any table: part of the key of code compiled once and reused
+# (``compose.py``), so that a rule registered later is used.
+REGISTRATIONS = 0
 # Rules for NumPy code (``rules/arrays.py``, imported on first use so that scalar code never
 # imports NumPy). In a function that uses NumPy they take precedence over the built-in ones.
 ARRAY_RULES = RuleTable()
@@ -242,7 +254,7 @@ def lookup_rule(table: RuleTable, primal: object, arity: int, *, arrays: bool) -
 
 def active_rules() -> RuleTable:
     """The rule table in force (the built-in one unless a scope is open)."""
-    return ACTIVE
+    return _ACTIVE.get()
 
 
 # Modules whose attributes a template or generated code may name.

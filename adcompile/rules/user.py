@@ -9,9 +9,11 @@ from __future__ import annotations
 import ast
 import contextlib
 import inspect
+import linecache
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..errors import Location
 from .registry import (
     TEMPLATE_GLOBALS,
     RuleError,
@@ -74,12 +76,29 @@ def derivative(
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated template as the derivative rule of ``fn``."""
 
+    if not callable(fn):
+        raise TypeError(f"derivative() takes the function the rule is for, not {fn!r}")
+
     def register(template: Callable[..., Any]) -> Callable[..., Any]:
-        check_template(fn, template)
-        (rules or active_rules()).register(fn, template)
+        try:
+            check_template(fn, template)
+            (rules or active_rules()).register(fn, template)
+        except RuleError as exc:
+            if exc.location is not None:
+                raise
+            raise RuleError(exc.message, _definition(template)) from None
         return template
 
     return register
+
+
+def _definition(template: Callable[..., Any]) -> Location | None:
+    """Where a template is defined: its ``def`` line."""
+    code = getattr(template, "__code__", None)
+    if code is None:
+        return None
+    text = linecache.getline(code.co_filename, code.co_firstlineno)
+    return Location(code.co_filename, code.co_firstlineno, len(text) - len(text.lstrip()) + 1, text)
 
 
 @contextlib.contextmanager

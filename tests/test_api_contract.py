@@ -1,0 +1,169 @@
+"""The API's promises around compiled-code reuse, threads and bad arguments."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import threading
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import adcompile
+from adcompile import (
+    derivative,
+    dump,
+    explain,
+    grad,
+    hessian,
+    jacobian,
+    jvp,
+    rule_scope,
+    vjp,
+)
+from adcompile.rules.registry import RuleError
+from adcompile.testing import assert_grad_matches_sympy
+from tests.helpers import module_from_source
+
+SOURCE = """
+import math
+
+K = 2.0
+
+
+def softplus(x):
+    return math.log(1.0 + math.exp(x))
+
+
+def scaled(x):
+    return K * x
+
+
+def doubled_softplus(x) -> float:
+    return softplus(x) * 2.0
+
+
+def varargs(*xs):
+    return xs[0] * xs[1]
+
+
+def product(x, y):
+    return x * y + x
+"""
+
+
+@pytest.fixture
+def module(tmp_path: Path) -> types.ModuleType:
+    return module_from_source(tmp_path, SOURCE)
+
+
+def test_jvp_and_vjp_compile_again_when_a_constant_changes(module: types.ModuleType) -> None:
+    """They reuse compiled code; it kept K = 2.0 after the module set K = 5.0."""
+    assert jvp(module.scaled, (1.0,), (1.0,)) == (2.0, 2.0)
+    assert vjp(module.scaled, 1.0)[1](1.0) == (2.0,)
+    module.K = 5.0
+    assert jvp(module.scaled, (1.0,), (1.0,)) == (5.0, 5.0)
+    assert vjp(module.scaled, 1.0)[1](1.0) == (5.0,)
+
+
+def test_jvp_and_vjp_use_the_rules_in_force(module: types.ModuleType) -> None:
+    """A rule of a finished rule_scope stayed in use; one registered later was not used."""
+    expected = 2.0 / (1.0 + math.exp(-0.3))
+    assert jvp(module.doubled_softplus, (0.3,), (1.0,))[1] == pytest.approx(expected)
+    with rule_scope():
+
+        @derivative(module.softplus)
+        def wrong(x, result, g):
+            return g * 100.0
+
+        assert jvp(module.doubled_softplus, (0.3,), (1.0,))[1] == 200.0
+        assert vjp(module.doubled_softplus, 0.3)[1](1.0) == (200.0,)
+    assert jvp(module.doubled_softplus, (0.3,), (1.0,))[1] == pytest.approx(expected)
+    assert vjp(module.doubled_softplus, 0.3)[1](1.0)[0] == pytest.approx(expected)
+
+
+def test_rule_scopes_belong_to_their_thread(module: types.ModuleType) -> None:
+    """One process-wide table: a thread saw another's rule, and scopes ending out of order
+    left a rule registered for good."""
+    inside, leave_a, leave_b = threading.Event(), threading.Event(), threading.Event()
+    seen: dict[str, float] = {}
+
+    def thread_a() -> None:
+        with rule_scope():
+
+            @derivative(module.softplus)
+            def wrong(x, result, g):
+                return g * 100.0
+
+            inside.set()
+            leave_a.wait(10)
+        leave_b.set()
+
+    def thread_b() -> None:
+        inside.wait(10)
+        with rule_scope():
+            seen["inside"] = grad(module.softplus)(0.0)
+            leave_a.set()
+            leave_b.wait(10)
+        seen["after"] = grad(module.softplus)(0.0)
+
+    threads = [threading.Thread(target=thread_a), threading.Thread(target=thread_b)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert seen == {"inside": 0.5, "after": 0.5}
+    assert grad(module.softplus)(0.0) == 0.5
+
+
+def test_tangents_and_cotangents_have_their_primals_shapes(module: types.ModuleType) -> None:
+    array_module = module_from_source(
+        Path(inspect.getfile(module)).parent,
+        "import numpy as np\n\n\ndef f(x):\n    return np.sin(x) * 2.0\n",
+    )
+    x = np.array([0.1, 0.2, 0.3])
+    with pytest.raises(ValueError, match=r"tangent of argument 0 has shape \(3, 1\)"):
+        jvp(array_module.f, (x,), (np.ones((3, 1)),))
+    _, pullback = vjp(array_module.f, x)
+    with pytest.raises(ValueError, match=r"cotangent has shape \(2, 3\)"):
+        pullback(np.ones((2, 3)))
+    np.testing.assert_allclose(pullback(np.ones(3))[0], 2.0 * np.cos(x))
+
+
+def test_bad_arguments_get_clear_errors(module: types.ModuleType) -> None:
+    for transform in (hessian, dump):
+        with pytest.raises(TypeError, match="not NoneType objects"):
+            transform(None)
+    with pytest.raises(TypeError, match="the function the rule is for, not 3"):
+        derivative(3)
+    with pytest.raises(RuleError) as caught:
+
+        @derivative(module.softplus)
+        def missing_result(x, g):
+            return g
+
+    assert caught.value.location is not None and caught.value.location.filename == __file__
+    assert isinstance(caught.value, adcompile.AdcompileError)
+    for transform in (
+        lambda: jvp(module.varargs, (1.0, 2.0), (1.0, 1.0)),
+        lambda: vjp(module.varargs, 1.0, 2.0),
+    ):
+        with pytest.raises(adcompile.UnsupportedSyntaxError, match="only positional parameters"):
+            transform()
+
+
+def test_sympy_check_at_a_nan_point(module: types.ModuleType) -> None:
+    """It failed inside SymPy: "Invalid NaN comparison"."""
+    report = assert_grad_matches_sympy(module.product, points=[{"x": math.nan, "y": 1.0}])
+    assert report.ok
+
+
+def test_names_signatures_and_reprs_say_what_they_are(module: types.ModuleType) -> None:
+    gradient = grad(module.doubled_softplus)
+    assert inspect.signature(gradient).return_annotation is inspect.Signature.empty
+    assert jacobian(module.product).__qualname__.endswith("product_jacobian")
+    assert hessian(module.product).__qualname__.endswith("product_hessian")
+    text = repr(explain(module.product, 0.5, 2.0))
+    assert text.startswith("<Explanation of product(x=0.5, y=2)") and len(text) < 200
