@@ -45,6 +45,8 @@ class _Binding:
 
 def misplaced_local_function(body: list[ast.stmt]) -> tuple[ast.AST, str] | None:
     """The first node that breaks the rules above, with the message; None if none does."""
+    if not _defines_functions(body):  # the usual case, told by one cheap pass
+        return None
     bindings = list(_bindings(body))
     functions = sorted({b.function for b in bindings if b.function is not None})
     for name in functions:
@@ -70,6 +72,26 @@ def _check_one(
         if id(node) not in allowed:
             return node, messages.local_function_used_outside(name)
     return None
+
+
+def _defines_functions(body: list[ast.stmt]) -> bool:
+    stack = list(body)
+    while stack:
+        stmt = stack.pop()
+        cls = stmt.__class__
+        if cls is ast.FunctionDef or cls is ast.AsyncFunctionDef:
+            return True
+        if cls is ast.Assign:
+            if stmt.value.__class__ is ast.Lambda:
+                return True
+        elif cls in _BLOCKS:
+            stack.extend(stmt.body)
+            stack.extend(getattr(stmt, "orelse", ()))
+            stack.extend(getattr(stmt, "finalbody", ()))
+    return False
+
+
+_BLOCKS = frozenset({ast.If, ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor, ast.AsyncWith})
 
 
 def _bindings(block: list[ast.stmt]) -> Iterator[_Binding]:

@@ -177,21 +177,21 @@ def _class_mangling(node: ast.FunctionDef | ast.Lambda, code: types.CodeType) ->
     Python rewrites private names (two leading underscores, not a dunder) in class bodies;
     the code object holds the rewritten ones, from which the class's prefix is read.
     """
-    private = {
-        name
-        for child in ast.walk(node)
-        for name in _identifiers_of(child)
-        if name.startswith("__") and not name.endswith("__")
-    }
-    if not private:
-        return {}
     compiled = set()
     stack = [code]
     while stack:
         current = stack.pop()
         compiled.update(current.co_names, current.co_varnames, current.co_freevars)
         stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
-    if private & compiled:  # kept as written: not in a class body
+    if not any("__" in name for name in compiled):  # the usual case: no walk of the tree
+        return {}
+    private = {
+        name
+        for child in ast.walk(node)
+        for name in _identifiers_of(child)
+        if name.startswith("__") and not name.endswith("__")
+    }
+    if not private or private & compiled:  # kept as written: not in a class body
         return {}
     for name in private:
         for seen in compiled:

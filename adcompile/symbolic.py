@@ -756,16 +756,21 @@ def _usable(
 
 
 def sample_points(
-    fn: object, n: int, wrt: Sequence[str] | None = None, seed: int = 0
+    fn: object,
+    n: int,
+    wrt: Sequence[str] | None = None,
+    seed: int = 0,
+    stages: Sequence[Interval] = SAMPLING_STAGES,
 ) -> list[dict[str, float]]:
-    """Draw ``n`` seeded points where ``fn`` and its SymPy partials are finite."""
+    """Draw ``n`` seeded points where ``fn`` and its SymPy partials are finite, from each
+    box of ``stages`` in turn until there are enough."""
     symbolic = symbolic_function(fn)
     names = list(wrt) if wrt is not None else symbolic.params
     primal = _primal_evaluator(fn, symbolic)
     rng = random.Random(seed)
     points: list[dict[str, float]] = []
     attempts_per_stage = 40 * max(n, 1)
-    for low, high in SAMPLING_STAGES:
+    for low, high in stages:
         for _ in range(attempts_per_stage):
             if len(points) >= n:
                 return points
@@ -778,7 +783,7 @@ def sample_points(
         return points
     raise NoSamplePoints(
         f"found only {len(points)} of {n} points where {symbolic.name} and its partials are "
-        f"finite (tried boxes {list(SAMPLING_STAGES)})"
+        f"finite (tried boxes {list(stages)})"
     )
 
 

@@ -15,11 +15,14 @@ from dataclasses import dataclass, field
 
 from .api import Wrt, resolve_wrt
 from .depth import room_for_deep_expressions
-from .symbolic import SymbolicFunction, sample_points, symbolic_function
+from .symbolic import SAMPLING_STAGES, SymbolicFunction, sample_points, symbolic_function
 
 Point = Mapping[str, float] | Sequence[float]
 
-DEFAULT_POINT_COUNT = 5
+# Points a check draws when given none: from a wider box first than the corpus sampling
+# (``symbolic.SAMPLING_STAGES``), so that a rule wrong on part of the line is likely seen.
+DEFAULT_POINT_COUNT = 10
+CHECK_STAGES = ((-5.0, 5.0), *SAMPLING_STAGES)
 
 
 @dataclass(frozen=True)
@@ -165,7 +168,7 @@ def compare_source_with_sympy(
     choice = resolve_wrt(symbolic.params, wrt, symbolic.name)
     names = list(choice.names)
     if points is None:
-        points = sample_points(source, DEFAULT_POINT_COUNT, wrt=names)
+        points = sample_points(source, DEFAULT_POINT_COUNT, wrt=names, stages=CHECK_STAGES)
     report = CheckReport(symbolic.name, rtol, atol)
     for raw in points:
         point = _as_dict(symbolic, raw)

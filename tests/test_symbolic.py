@@ -31,6 +31,7 @@ from adcompile.symbolic import (
     sympy_counterpart,
 )
 from adcompile.testing import (
+    DEFAULT_POINT_COUNT,
     assert_grad_matches_sympy,
     compare_source_with_sympy,
     compare_with_sympy,
@@ -517,7 +518,7 @@ def test_checker_accepts_a_correct_gradient(fake_grad, wrt, params: list[str]) -
     fake_grad(hand_gradient)
     report = assert_grad_matches_sympy(product_sin, wrt=wrt)
     assert report.ok
-    assert [row.param for row in report.rows] == params * 5
+    assert [row.param for row in report.rows] == params * DEFAULT_POINT_COUNT
     assert "MISMATCH" not in report.table()
 
 
@@ -570,7 +571,7 @@ def test_checker_of_a_compiled_gradient_of_static_source(tmp_path: Path) -> None
     path.write_text("import math\n\ndef f(x, y):\n    return math.log(x) * y\n")
     source = load_from_file(str(path), "f")
     right = compare_source_with_sympy(source, lambda x, y: (y / x, math.log(x)))
-    assert right.ok and len(right.rows) == 10
+    assert right.ok and len(right.rows) == 2 * DEFAULT_POINT_COUNT
     assert all(row.point["x"] > 0 for row in right.rows)  # sampled where log is defined
     wrong = compare_source_with_sympy(source, lambda x, y: 1 / x, points=[(2.0, 3.0)], wrt="x")
     assert not wrong.ok

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from adcompile import AdcompileError, RuleError, derivative, grad, rule_scope
+from adcompile.testing import assert_grad_matches_sympy
 from tests.helpers import module_from_source
 
 SOURCE = """
@@ -188,3 +189,22 @@ def test_a_rule_on_arrays_serves_reverse_mode_and_is_refused_by_forward_mode(tmp
             grad(module.f, mode="forward")
         with pytest.raises(NoDerivativeError, match=r":11:12: forward mode"):
             jvp(module.f, (x,), (x,))
+
+
+def test_the_default_check_points_reach_beyond_minus_one_and_plus_two() -> None:
+    """Five points in (-2, 2) passed a softplus rule wrong only for x < -1."""
+
+    def softplus(x):
+        return math.log(1.0 + math.exp(x))
+
+    def loss(x):
+        return softplus(x) * 2.0
+
+    with rule_scope():
+
+        @derivative(softplus)
+        def wrong_below_minus_one(x, result, g):
+            return g / (1.0 + math.exp(-x)) if x > -1.0 else g * math.exp(x)
+
+        with pytest.raises(AssertionError, match="MISMATCH"):
+            assert_grad_matches_sympy(loss)
