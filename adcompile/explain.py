@@ -940,7 +940,8 @@ def explain_source(fs: FunctionSource, point: dict[str, Any], wrt: Any = None) -
 
 def explain(fn: Callable[..., Any], *args: Any, wrt: Any = None) -> Explanation:
     """Explain, step by step, how reverse mode computes the gradient of ``fn`` at ``args``."""
-    primal = getattr(fn, "__wrapped__", fn)  # a grad(...) result explains its primal
+    # A grad(...) result explains its primal; another decorator's wrapper is itself.
+    primal = fn.__wrapped__ if hasattr(fn, "adcompile_recipe") else fn
     bound = inspect.signature(primal).bind(*args)
     bound.apply_defaults()
     return explain_source(load_function(primal), dict(bound.arguments), wrt)

@@ -939,6 +939,9 @@ class Lowerer(ArrayLowering):
         self, node: ast.AST, target: str, fs: FunctionSource, atoms: list[Atom], rule: Rule
     ) -> None:
         # A user rule overrides differentiating the body: the body only computes the value.
+        if not self.array_mode and _reads_numpy(rule):  # the module would not import NumPy
+            message = messages.numpy_rule_in_scalar_code(fs.name)
+            raise self._error(UnsupportedSyntaxError, node, message)
         forward = self._sub_block(lambda: self._inline(node, target, fs, atoms))
         placeholders = [_placeholder(i) for i in range(len(atoms))]
         shape = ast.Call(func=ast.Name(id=fs.name, ctx=ast.Load()), args=placeholders, keywords=[])
@@ -1408,6 +1411,16 @@ class _OpaqueRewriter(ast.NodeTransformer):
         if message is not None:
             raise self.lowerer._error(UnsupportedSyntaxError, node, message)
         return super().generic_visit(node)
+
+
+def _reads_numpy(rule: Rule) -> bool:
+    """Whether a rule's template names ``np`` (fine in NumPy code only)."""
+    return any(
+        isinstance(n, ast.Name) and n.id == "np"
+        for tree in (*rule.parsed[0], *rule.parsed[1])
+        if tree is not None
+        for n in ast.walk(tree)
+    )
 
 
 def _reduction_kind(node: ast.Call, callee: object) -> str | None:

@@ -386,6 +386,15 @@ def local_function_used_outside(name: str) -> str:
     )
 
 
+def numpy_rule_in_scalar_code(name: str) -> str:
+    """A user rule naming NumPy, used in a function compiled as scalar (math) code."""
+    return (
+        f"the rule for `{name}` uses NumPy (`np`), but this function is compiled as scalar "
+        "code, whose generated module imports only math; write the rule with math, or use "
+        "NumPy in the function"
+    )
+
+
 def function_value(name: str) -> str:
     """A local function used as a value (returned, stored) rather than called."""
     return (

@@ -506,25 +506,11 @@ def _second_partial(
 
 
 def resolve_wrt(params: Sequence[str], wrt: Wrt, function_name: str) -> tuple[list[str], bool]:
-    """``wrt`` as in ``adcompile.grad``: (parameter names, whether the partial is bare)."""
-    listing = f"{function_name} has parameters ({', '.join(params)})"
-    if wrt is None:
-        if not params:
-            raise ValueError(f"{function_name} has no parameters to differentiate")
-        return list(params), len(params) == 1
-    if isinstance(wrt, int | str):
-        return [_one_param(params, wrt, listing)], True
-    if not isinstance(wrt, tuple | list) or not wrt:
-        raise ValueError(f"wrt must be a name, an index or a non-empty tuple/list, not {wrt!r}")
-    return [_one_param(params, item, listing) for item in wrt], False
+    """``wrt`` as ``adcompile.grad`` reads it: (parameter names, whether the partial is bare)."""
+    from .api import resolve_wrt as resolve  # the one reading of wrt (NumPy ints included)
 
-
-def _one_param(params: Sequence[str], item: object, listing: str) -> str:
-    if isinstance(item, str) and item in params:
-        return item
-    if isinstance(item, int) and not isinstance(item, bool) and -len(params) <= item < len(params):
-        return params[item]
-    raise ValueError(f"wrt entry {item!r} is not a parameter; {listing}")
+    choice = resolve(list(params), wrt, function_name)
+    return list(choice.names), choice.bare
 
 
 @dataclass(frozen=True)

@@ -495,3 +495,43 @@ def test_check_without_points_outside_the_domain_says_to_give_one(tmp_path, caps
     target.write_text("import math\n\n\ndef f(x):\n    return math.log(x - 50.0)\n")
     assert main(["check", f"{target}:f"]) == 1
     assert "give a point in its domain with --at" in capsys.readouterr().err
+
+
+def test_rules_registered_under_another_name_are_noted_in_static_mode(capsys, tmp_path):
+    target = tmp_path / "aliased_rule.py"
+    target.write_text(
+        "from adcompile import derivative as rule_for\n\n\ndef sq(x):\n    return x * x\n\n\n"
+        "def sq_rule(x, result, g):\n    return 3.0 * x * g\n\n\nrule_for(sq)(sq_rule)\n\n\n"
+        "def f(x):\n    return sq(x)\n"
+    )
+    assert main(["dump", f"{target}:f"]) == 0
+    assert "registers rules with adcompile.derivative" in capsys.readouterr().err
+
+
+def test_a_decorated_target_is_its_wrapper_not_the_wrapped_body(capsys, tmp_path, monkeypatch):
+    """module:FUNC followed any __wrapped__: check said OK for the undecorated body."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "cli_doubled.py").write_text(
+        "import functools\n\n\ndef doubled(fn):\n    @functools.wraps(fn)\n"
+        "    def wrapper(x):\n        return 2.0 * fn(x)\n\n    return wrapper\n\n\n"
+        "@doubled\ndef f(x):\n    return x * x\n"
+    )
+    assert main(["check", "cli_doubled:f", "--at", "x=1.5"]) == 0
+    out = capsys.readouterr().out
+    assert "| 6.0      | 6.0 |" in out  # d(2 x^2)/dx at 1.5, not 3.0
+
+
+def test_a_mismatch_in_a_function_with_floor_division_is_shown(capsys, tmp_path):
+    """The one-sided mpmath retry cannot run `//`: its TypeError hid the MISMATCH table."""
+
+    def wrong_sin(x, result, g):
+        return g * math.sin(x)
+
+    target = tmp_path / "floor_kink.py"
+    target.write_text("import math\n\n\ndef f(x):\n    return math.sin(x) + (x + 0.5) // 3.0\n")
+    with active_rules().scope() as rules:
+        rules.register(math.sin, wrong_sin)
+        status = main(["check", f"{target}:f", "--at", "x=1.0"])
+    captured = capsys.readouterr()
+    assert status == 1 and "MISMATCH" in captured.out and "TypeError" not in captured.err

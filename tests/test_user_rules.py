@@ -208,3 +208,20 @@ def test_the_default_check_points_reach_beyond_minus_one_and_plus_two() -> None:
 
         with pytest.raises(AssertionError, match="MISMATCH"):
             assert_grad_matches_sympy(loss)
+
+
+def test_a_rule_naming_numpy_in_scalar_code_is_refused(tmp_path) -> None:
+    """The generated scalar module imports only math: the gradient raised NameError."""
+    import numpy as np
+
+    module = module_from_source(
+        tmp_path, "def sq(x):\n    return x * x\n\n\ndef f(x):\n    return sq(x) * x\n"
+    )
+    with rule_scope():
+
+        @derivative(module.sq)
+        def sq_rule(x, result, g):
+            return g * 2.0 * np.abs(x) * np.sign(x)
+
+        with pytest.raises(AdcompileError, match="the rule for `sq` uses NumPy"):
+            grad(module.f)
