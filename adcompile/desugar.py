@@ -63,6 +63,38 @@ def _any_flag(flags: list[str], like: ast.AST) -> ast.expr:
     return ast.copy_location(test, like)
 
 
+# An if/elif chain with this many elifs or more is written as side-by-side ifs on flags
+# (``Desugar._flat_chain``); a shorter one keeps its nested form, which reads as written.
+FLAT_ELIF_CHAIN = 8
+
+
+def _is_elif(node: ast.If) -> bool:
+    return len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If)
+
+
+def _elif_count(node: ast.If) -> int:
+    count = 0
+    while _is_elif(node):
+        node, count = node.orelse[0], count + 1
+    return count
+
+
+def _has_long_chain(stmts: list[ast.stmt]) -> bool:
+    stack = list(stmts)
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, ast.If) and _elif_count(stmt) >= FLAT_ELIF_CHAIN:
+            return True
+        if not isinstance(stmt, _SCOPES):
+            for nested in block_fields(stmt.__class__):
+                stack.extend(getattr(stmt, nested))
+    return False
+
+
+def _guarded(test: ast.expr, body: list[ast.stmt], like: ast.AST) -> ast.stmt:
+    return _located(ast.If(test=_located(test, like), body=body, orelse=[]), like)
+
+
 def _contains(stmts: list[ast.stmt], kinds: tuple[type, ...], into_loops: bool) -> bool:
     stack: list[ast.AST] = list(stmts)
     while stack:
@@ -92,7 +124,7 @@ class Desugar:
             isinstance(last, BLOCK_STATEMENTS)
         )
         needs_loops = _contains(body, (ast.Break, ast.Continue, ast.For, ast.While), True)
-        if not early and not needs_loops:
+        if not early and not needs_loops and not _has_long_chain(body):
             return body
         if not early:
             return self._block(body, _Context())
@@ -103,22 +135,40 @@ class Desugar:
         return [*rewritten, _located(ret, last)]
 
     def _block(self, stmts: list[ast.stmt], context: _Context) -> list[ast.stmt]:
+        """The statements, those after an exit guarded by ``if not FLAG:``.
+
+        The guards stand side by side, not one inside the other: after each statement that
+        may exit, the statements up to the next such one form a segment guarded by every
+        flag set so far (a flag once set stays set, so this is the nested form's meaning).
+        Nested guards would indent the generated code one level per exit: quadratic text,
+        and past Python's 100 levels no module at all."""
         out: list[ast.stmt] = []
-        for index, stmt in enumerate(stmts):
+        segment: list[ast.stmt] = []  # what runs only if none of ``seen`` is set
+        seen: set[str] = set()
+        first = stmts[0] if stmts else None
+        for stmt in stmts:
             outer, context.exits = context.exits, set()
-            out.extend(self._statement(stmt, context))
+            rewritten = self._statement(stmt, context)
             exits, context.exits = context.exits, outer | context.exits
+            (segment if seen else out).extend(rewritten)
             if isinstance(stmt, _JUMPS):
-                return out  # the rest of the block is unreachable
-            rest = stmts[index + 1 :]
-            if exits and rest:
-                guarded = self._block(rest, context)
-                if guarded:
-                    test = ast.UnaryOp(op=ast.Not(), operand=_any_flag(list(exits), stmt))
-                    guard = ast.If(test=ast.copy_location(test, stmt), body=guarded, orelse=[])
-                    out.append(ast.copy_location(guard, rest[0]))
-                return out
+                break  # the rest of the block is unreachable
+            if exits:
+                self._close(out, segment, seen, first)
+                segment, seen, first = [], seen | exits, stmt
+        self._close(out, segment, seen, first)
         return out
+
+    @staticmethod
+    def _close(
+        out: list[ast.stmt], segment: list[ast.stmt], flags: set[str], like: ast.stmt | None
+    ) -> None:
+        """Append ``if not (any of flags): segment`` to ``out`` (nothing if it is empty)."""
+        if not segment or not flags:
+            return
+        test = ast.UnaryOp(op=ast.Not(), operand=_any_flag(list(flags), like))
+        guard = ast.If(test=ast.copy_location(test, like), body=segment, orelse=[])
+        out.append(ast.copy_location(guard, segment[0]))
 
     def _statement(self, stmt: ast.stmt, context: _Context) -> list[ast.stmt]:
         if isinstance(stmt, ast.Return) and context.returned is not None:
@@ -131,6 +181,8 @@ class Desugar:
             context.loop.cont = context.loop.cont or self.names.fresh("skip")
             context.exits.add(context.loop.cont)
             return [_flag(context.loop.cont, True, stmt)]
+        if isinstance(stmt, ast.If) and _elif_count(stmt) >= FLAT_ELIF_CHAIN:
+            return self._block(self._flat_chain(stmt), context)
         if isinstance(stmt, ast.If):
             stmt = copy.copy(stmt)  # the parsed tree is cached and shared: never mutate it
             stmt.body = self._block(stmt.body, context) or [ast.copy_location(ast.Pass(), stmt)]
@@ -139,6 +191,32 @@ class Desugar:
         if isinstance(stmt, LOOP_STATEMENTS):
             return self._loop(stmt, context)
         return [stmt]
+
+    def _flat_chain(self, stmt: ast.If) -> list[ast.stmt]:
+        """A long ``if``/``elif`` chain as side-by-side ``if``s on flags, each test computed
+        only if no case before it was taken (as ``elif`` does)::
+
+            done = c1                      hit = c2 if not done else False
+            if done: ...                   if hit: ...
+                                           done = done if done else hit    ...
+            if not done: <else>
+
+        Nested, each ``elif`` would indent the generated code one level more."""
+        done, hit = self.names.fresh("done"), self.names.fresh("case")
+        out = [_set(done, stmt.test, stmt), _guarded(_name(done), stmt.body, stmt)]
+        node = stmt
+        while _is_elif(node):
+            node = node.orelse[0]
+            not_done = _located(ast.UnaryOp(op=ast.Not(), operand=_name(done)), node)
+            test = ast.IfExp(test=not_done, body=node.test, orelse=ast.Constant(value=False))
+            out.append(_set(hit, _located(test, node), node))
+            out.append(_guarded(_name(hit), node.body, node))
+            either = ast.IfExp(test=_name(done), body=_name(done), orelse=_name(hit))
+            out.append(_set(done, _located(either, node), node))
+        if node.orelse:
+            not_done = _located(ast.UnaryOp(op=ast.Not(), operand=_name(done)), node)
+            out.append(_guarded(not_done, node.orelse, node.orelse[0]))
+        return out
 
     def _return(self, stmt: ast.Return, context: _Context) -> list[ast.stmt]:
         out = []

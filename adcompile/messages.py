@@ -35,6 +35,11 @@ TOO_DEEP = (
     "an expression in this function nests too deeply for adcompile (a sum of thousands of "
     "terms?); split it into several statements, e.g. `s = s + ...` in steps"
 )
+TOO_NESTED = (
+    "the generated code would nest its blocks deeper than Python's limit of 100 levels "
+    "(a conditional expression nested about a hundred times?); compute the cases in "
+    "separate statements, or as an if/elif chain"
+)
 RETURN_NOTHING = "`return` needs a value: grad differentiates the returned number"
 EARLY_RETURN_TUPLE = (
     "several values are returned only by the function's last statement: an early `return` "

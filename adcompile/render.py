@@ -17,7 +17,8 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .astutil import BLOCK_STATEMENTS, rename_in_place
+from . import messages
+from .astutil import BLOCK_STATEMENTS, block_fields, rename_in_place
 from .errors import UnsupportedSyntaxError
 from .hidden_builtins import alias_hidden_builtins
 from .ir import CoreFunction, Site
@@ -193,7 +194,25 @@ def _constant_literal(value: object) -> ast.expr:
     return ast.parse(repr(value), mode="eval").body
 
 
+# Python's tokenizer takes at most 100 levels of indentation; the function body is one.
+_MAX_BLOCK_DEPTH = 98
+
+
+def _block_depth(statements: list[ast.stmt]) -> int:
+    """How deep the blocks of ``statements`` nest (0 for none)."""
+    deepest, stack = 0, [(stmt, 1) for stmt in statements]
+    while stack:
+        stmt, depth = stack.pop()
+        for field_name in block_fields(stmt.__class__):
+            for inner in getattr(stmt, field_name):
+                deepest = max(deepest, depth)
+                stack.append((inner, depth + 1))
+    return deepest
+
+
 def _function_def(gen: GeneratedFunction) -> ast.FunctionDef:
+    if _block_depth(gen.statements) > _MAX_BLOCK_DEPTH:
+        raise UnsupportedSyntaxError(messages.TOO_NESTED, gen.source.locate(gen.source.node))
     doc = ast.Expr(value=ast.Constant(value=gen.purpose))
     body = [doc, *_with_comments(gen.statements, gen.source)]
     body.append(ast.Return(value=gen.returns))

@@ -553,3 +553,41 @@ def test_a_reduction_in_a_test_and_of_an_empty_sequence(tmp_path: Path) -> None:
     for mode in ("reverse", "forward"):
         with pytest.raises(ValueError, match=r"max\(\) arg is an empty sequence"):
             grad(module.smallest, wrt="x", mode=mode)(0.7, 0)
+
+
+def _indent_levels(source: str) -> int:
+    return max((len(line) - len(line.lstrip(" "))) // 4 for line in source.splitlines() if line)
+
+
+def test_guard_clauses_breaks_and_long_elif_chains_stay_flat(tmp_path: Path) -> None:
+    """Each early exit (and each elif) nested the generated code one level deeper: text
+    quadratic in their number, and past 97 of them an IndentationError from Python."""
+    guards = ["def guards(x, y):", "    s = x"]
+    for k in range(120):
+        guards += [
+            "    s = s * 0.99 + math.sin(s) * y",
+            f"    if s > {1.0 + k / 100}:",
+            "        return s",
+        ]
+    chain = ["def chain(x, y):", "    s = x * y", "    if x <= 0.0:", "        return s"]
+    chain += ["    elif math.log(x) < -3.0:", "        s = s + 1.0"]  # log runs only if x > 0
+    for k in range(1, 119):
+        chain += [f"    elif x < {k / 100}:", f"        s = s * {k} + math.sin(s) * y"]
+    chain += ["    else:", "        s = s + y * y", "    return s * x"]
+    module = module_from_source(
+        tmp_path, "import math\n\n\n" + "\n".join([*guards, "    return s * y", "", "", *chain])
+    )
+    for name in ("guards", "chain"):
+        fn = getattr(module, name)
+        assert _indent_levels(grad(fn).source) <= 4
+        points = [{"x": x, "y": 0.7} for x in (-0.5, 0.004, 0.305, 0.555, 1.5)]
+        assert_grad_matches_mp(fn, points, None)
+
+
+def test_a_hundred_nested_conditional_expressions_are_refused_clearly(tmp_path: Path) -> None:
+    expression = "x * y"
+    for i in range(120):
+        expression = f"(y * {i + 1.0} if x < {i * 0.01} else {expression})"
+    fn = function_from_source(tmp_path, f"def f(x, y):\n    return {expression}\n")
+    with pytest.raises(UnsupportedSyntaxError, match="deeper than Python's limit of 100"):
+        grad(fn)
