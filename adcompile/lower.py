@@ -74,6 +74,9 @@ UNARY_OPERATORS: dict[type[ast.unaryop], Callable[..., object]] = {
 }
 # Modules whose functions and constants generated code may name (under a fresh alias).
 RENDERABLE_MODULES = {"math": math}
+# Calls of the user's functions inlined into one generated function, at most. Each call is
+# a copy of the callee's body; a helper calling another twice, nested d deep, makes 2**d.
+MAX_INLINED = 5_000
 # Builtins generated code may call where no derivative is needed (branch tests).
 NONDIFF_BUILTINS = frozenset(
     {"abs", "min", "max", "pow", "float", "int", "round", "bool", "len", "range"}
@@ -270,6 +273,7 @@ class Lowerer(ArrayLowering):
             self.helpers: dict[str, str] = {}  # helper functions called, by their alias
             # Generated gradients read back: lists made by split_adjoint (lower_arrays.py).
             self.split_lists: dict[str, tuple[Atom, ast.expr, ast.expr]] = {}
+            self.inlined = [0]  # bodies inlined so far, shared with every callee's lowerer
         else:  # an inlined callee shares the caller's names and module-level state
             self.names, self.math_alias = parent.names, parent.math_alias
             self.constants, self.constant_names = parent.constants, parent.constant_names
@@ -281,6 +285,7 @@ class Lowerer(ArrayLowering):
             self.leaf_names, self.leaves = parent.leaf_names, parent.leaves
             self.leaf_exprs, self.helpers = parent.leaf_exprs, parent.helpers
             self.split_lists = parent.split_lists
+            self.inlined = parent.inlined
         self.uses_math = False
         # Set by lower_function for jacobians and jvp/vjp: a final ``return a, b`` is allowed.
         self.tuple_output = False
@@ -956,6 +961,9 @@ class Lowerer(ArrayLowering):
     ) -> None:
         """Lower the callee's body in place, leaving its return value in ``target``."""
         check_cycle(self.call_chain, fs, node)
+        self.inlined[0] += 1
+        if self.inlined[0] > MAX_INLINED:  # helpers calling helpers twice: 2**depth bodies
+            raise self._error(UnsupportedSyntaxError, node, messages.too_many_inlined(MAX_INLINED))
         callee = Lowerer(fs, self.rules, parent=self)
         callee.closure = fs.enclosing
         callee._check_signature(fs.node)

@@ -400,6 +400,16 @@ def numpy_rule_in_scalar_code(name: str) -> str:
     )
 
 
+def too_many_inlined(limit: int) -> str:
+    """Inlining the user's function calls has no end in sight."""
+    return (
+        f"adcompile inlines each call of your own functions, and this function's calls expand "
+        f"to more than {limit:,} inlined bodies (a helper that calls another twice, nested, "
+        "doubles them at each level); compute a repeated call once into a variable, or turn "
+        "the recursion of calls into a loop"
+    )
+
+
 def function_value(name: str) -> str:
     """A local function used as a value (returned, stored) rather than called."""
     return (

@@ -591,3 +591,14 @@ def test_a_hundred_nested_conditional_expressions_are_refused_clearly(tmp_path: 
     fn = function_from_source(tmp_path, f"def f(x, y):\n    return {expression}\n")
     with pytest.raises(UnsupportedSyntaxError, match="deeper than Python's limit of 100"):
         grad(fn)
+
+
+def test_inlining_that_doubles_at_each_level_stops_with_a_message(tmp_path: Path) -> None:
+    """Each level calling the one below twice made 2**depth copies, with no end in sight."""
+    lines = ["def h0(x, y):", "    return x * y + x"]
+    for level in range(1, 14):
+        below = f"h{level - 1}"
+        lines += ["", "", f"def h{level}(x, y):", f"    return {below}(x, y) + {below}(y, x)"]
+    fn = function_from_source(tmp_path, "\n".join(lines) + "\n", "h13")
+    with pytest.raises(UnsupportedSyntaxError, match="more than 5,000 inlined bodies"):
+        grad(fn)
