@@ -452,7 +452,7 @@ def choose_passes(optimize: bool | Sequence[str]) -> tuple[str, ...]:
         return PASSES
     if optimize is False:
         return ()
-    if isinstance(optimize, str) or not isinstance(optimize, Sequence):
+    if isinstance(optimize, str | bytes) or not isinstance(optimize, Sequence):
         raise TypeError(
             f"optimize must be True, False or a sequence of pass names, not {optimize!r}"
         )

@@ -225,3 +225,16 @@ def test_a_rule_naming_numpy_in_scalar_code_is_refused(tmp_path) -> None:
 
         with pytest.raises(AdcompileError, match="the rule for `sq` uses NumPy"):
             grad(module.f)
+
+
+def test_a_rule_for_a_function_with_keyword_only_parameters_is_refused() -> None:
+    """It was accepted, then every call said "`scaled` has no parameter `k`"."""
+
+    def scaled(x, *, k=2.0):
+        return k * x
+
+    with rule_scope(), pytest.raises(RuleError, match="takes k other than by position"):
+
+        @derivative(scaled)
+        def scaled_rule(x, result, g):
+            return 2.0 * g

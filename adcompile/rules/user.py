@@ -10,6 +10,7 @@ import ast
 import contextlib
 import inspect
 import linecache
+import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -30,6 +31,13 @@ def _primal_params(fn: Callable[..., Any]) -> list[str] | None:
     except (TypeError, ValueError):  # C functions may have no signature
         return None
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    others = [p.name for p in signature.parameters.values() if p.kind not in kinds]
+    if others and isinstance(fn, types.FunctionType):  # never callable in supported code
+        raise RuleError(
+            f"{display_name(fn)} takes {', '.join(others)} other than by position (*args, "
+            "**kwargs or keyword-only), which differentiated code cannot pass; a rule needs "
+            "a function of positional parameters"
+        )
     return [p.name for p in signature.parameters.values() if p.kind in kinds]
 
 
