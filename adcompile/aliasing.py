@@ -110,6 +110,12 @@ class OwnedArrays:
             if is_number(value):
                 self.numbers.add(version)
 
+    def share(self, version: str) -> None:
+        """``version``'s array may now be held by another name too (without its knowing)."""
+        root = self.root(version)
+        if root not in self.numbers:
+            self.shared.add(root)
+
     def carried(self, header: str, source: str) -> None:
         """A loop's header starts as ``source``: the same variable, so the same array."""
         self.roots[header] = self.root(source)

@@ -149,6 +149,8 @@ def generate(
     modules = frozenset(
         {core.math_alias, core.numpy_alias} if core.array_mode else {core.math_alias}
     )
+    # Names the unoptimised code assigns: those the passes drop are then undefined.
+    assigned = {name for stmt in body.statements for name in stored_names(stmt)}
     statements = run_passes(
         body.statements,
         body.returns,
@@ -159,7 +161,7 @@ def generate(
         facts=_float_facts(core, body, passes),
     )
     if core.array_mode:
-        primal_of = _still_defined(body.primal_of, statements, body.temporaries)
+        primal_of = _still_defined(body.primal_of, statements, assigned)
         statements = finish_array_code(statements, primal_of, core.numpy_alias)
     if core.array_mode and mode == "reverse" and inner_kind != "jvp":
         inputs = [*core.params, *body.extra_params]
@@ -183,15 +185,17 @@ def generate(
 
 
 def _still_defined(
-    primal_of: dict[str, ast.expr], statements: list[ast.stmt], temporaries: set[str]
+    primal_of: dict[str, ast.expr], statements: list[ast.stmt], assigned: set[str]
 ) -> dict[str, ast.expr]:
-    """The primal values a zero adjoint may take its shape from: not temporaries that the
-    optimisation passes folded away (those zero adjoints stay ``0.0``)."""
+    """The primal values a zero adjoint may take its shape from: those whose names are
+    still assigned after the optimisation passes, or never were (parameters, ``np``); a
+    value the passes dropped (a temporary folded away, a result a vjp does not return) is
+    not, and such zero adjoints stay ``0.0``."""
     stored = {name for stmt in statements for name in stored_names(stmt)}
     return {
         adjoint: value
         for adjoint, value in primal_of.items()
-        if all(n in stored or n not in temporaries for n in names_in(value))
+        if all(n in stored or n not in assigned for n in names_in(value))
     }
 
 

@@ -665,10 +665,27 @@ class Lowerer(ArrayLowering):
             return
         new = self._version(target.id)
         shared = self.env.get(shared_name(value) or "") if self.shared is not None else None
+        if self.shared is not None:
+            for name in self._may_share(value):  # before lowering: the versions read now
+                self.shared.share(self.env[name])
         self._lower_into(value, new)
         self.env[target.id] = new
         if self.shared is not None:
             self.shared.bound(new, value, shared)
+
+    def _may_share(self, value: ast.expr) -> list[str]:
+        """Names whose array ``value`` may be without ``shared_name`` seeing it: an arm of
+        a conditional expression, or an argument of the user's function (inlined; it may
+        return its argument, as ``def ident(v): return v`` does)."""
+        found = []
+        for node in walk(value):
+            if isinstance(node, ast.IfExp):
+                arms = (node.body, node.orelse)
+                found += [n for n in map(shared_name, arms) if n is not None]
+            elif isinstance(node, ast.Call) and self._runs_code(node):
+                values = [*node.args, *(k.value for k in node.keywords)]
+                found += [n for n in map(shared_name, values) if n is not None]
+        return [name for name in found if name in self.env]
 
     def _bind_atom(self, name: str, atom: Atom, line: int) -> None:
         new = self._version(name)

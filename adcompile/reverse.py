@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from .array_adjoints import KnownShapes, array_partial, helpers_in, scalar_output_check
 from .astutil import LOAD, STORE, clone, loads_in, names_in, substitute
 from .ir import (
+    ARG_PLACEHOLDER,
     Apply,
     Atom,
     Copy,
@@ -156,6 +157,15 @@ def _applications(block: list[Stmt]) -> dict[str, Apply]:
         elif isinstance(stmt, Apply):
             found[stmt.target] = stmt
     return found
+
+
+def _operand_names(stmt: Apply) -> list[str]:
+    """The variables a primitive reads: its operands, and the names in its static arguments
+    (the ``k`` of ``X[k]`` when ``X`` is not differentiated, an ``axis=`` computed in a loop),
+    which a recomputation reads just the same."""
+    names = [a.name for a in stmt.args if isinstance(a, Var)]
+    placeholders = {ARG_PLACEHOLDER.format(i) for i in range(len(stmt.args))}
+    return names + [n for n in names_in(stmt.render) if n not in placeholders]
 
 
 def _loop_scalars(loop: Loop) -> set[str]:
@@ -643,13 +653,13 @@ class AdjointSweep:
         recorded_anyway = needed - defined_here
         available: dict[str, Apply] = {}
         for stmt in top_level:
-            operands = [a.name for a in stmt.args if isinstance(a, Var)]
+            operands = _operand_names(stmt)
             if all(n in available or n in recorded_anyway or n not in changing for n in operands):
                 available[stmt.target] = stmt
         wanted = {name for name in needed if name in available}
         for stmt in reversed(top_level):  # the operands the wanted ones are computed from
             if stmt.target in wanted:
-                wanted |= {a.name for a in stmt.args if isinstance(a, Var)} & set(available)
+                wanted |= set(_operand_names(stmt)) & set(available)
         return [stmt for stmt in top_level if stmt.target in wanted]
 
     def _recompute(self, recompute: list[Apply], reads: set[str]) -> list[ast.stmt]:

@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 
-from adcompile import UnsupportedSyntaxError, grad, hessian, jacobian, jvp
+from adcompile import UnsupportedSyntaxError, grad, hessian, jacobian, jvp, vjp
 from tests.helpers import module_from_source
 
 SOURCE = """
@@ -60,6 +60,48 @@ def var_one_degree(x):
 
 def determinant(x):
     return np.sum(np.linalg.det(x))
+
+
+def every_other_row(w, X):
+    s = 0.0
+    for i in range(2):
+        k = 2 * i
+        s = s + np.sum(np.sin(X[k] * w))
+    return s
+
+
+def batches(w, X, y):
+    s = 0.0
+    b = 0
+    while b < len(X):
+        r = X[b : b + 2] @ w - y[b : b + 2]
+        s = s + np.sum(r * r)
+        b = b + 2
+    return s
+
+
+def ident(v):
+    return v
+
+
+def through_helper(x):
+    a = x * 1.0
+    b = ident(a)
+    a += x
+    return np.sum(a * b)
+
+
+def through_conditional(x):
+    a = x * 1.0
+    b = a if np.sum(x) > 0 else x
+    a += x
+    return np.sum(a * b)
+
+
+def early_return(x, y):
+    if np.sum(x) > 0:
+        return x * y
+    return (x - y) ** 2
 
 
 def sorts_in_place(a):
@@ -148,3 +190,37 @@ def test_det_is_differentiable_at_singular_matrices(module: types.ModuleType, x)
     for mode in ("reverse", "forward"):
         got = grad(module.determinant, mode=mode)(x)
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_an_index_computed_in_a_loop_is_the_iterations_own_in_reverse(
+    module: types.ModuleType,
+) -> None:
+    """The reverse loop recomputed X[k] with the k of the last forward iteration."""
+    w = np.array([0.3, -0.7, 1.1])
+    X = np.arange(12.0).reshape(4, 3) / 7.0
+    expected = np.cos(X[0] * w) * X[0] + np.cos(X[2] * w) * X[2]
+    np.testing.assert_allclose(grad(module.every_other_row, wrt=0)(w, X), expected, rtol=1e-14)
+    y = np.array([0.5, -0.5, 1.0, 0.25])
+    residual = X @ w - y
+    np.testing.assert_allclose(
+        grad(module.batches, wrt=0)(w, X, y), 2.0 * X.T @ residual, rtol=1e-13
+    )
+
+
+@pytest.mark.parametrize("name", ["through_helper", "through_conditional"])
+def test_updating_an_array_another_name_may_hold_is_refused(
+    module: types.ModuleType, name: str
+) -> None:
+    """`b = ident(a)` or `b = a if c else x`, then `a += x`: NumPy changes b too."""
+    with pytest.raises(UnsupportedSyntaxError, match=r"write `a = a \+ \.\.\.`"):
+        grad(getattr(module, name))
+
+
+def test_vjp_and_reverse_jacobian_after_an_early_return(module: types.ModuleType) -> None:
+    """A zero adjoint took its shape from a result the vjp had dropped: NameError."""
+    x, y = np.array([-1.0, -2.0]), np.array([0.5, 0.25])
+    d_x, d_y = jacobian(module.early_return)(x, y)
+    np.testing.assert_allclose(d_x, np.diag(2.0 * (x - y)), rtol=1e-15)
+    np.testing.assert_allclose(d_y, np.diag(-2.0 * (x - y)), rtol=1e-15)
+    _, pullback = vjp(module.early_return, x, y)
+    np.testing.assert_allclose(pullback(np.ones(2))[0], 2.0 * (x - y), rtol=1e-15)
