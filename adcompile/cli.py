@@ -409,7 +409,11 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument(
         "--mode", choices=("reverse", "forward"), default="reverse", help="reverse or forward mode"
     )
-    check.add_argument("--at", help="a point, e.g. x=4,y=-3,z=5 (default: random points)")
+    check.add_argument(
+        "--at",
+        help="a point, e.g. x=4,y=-3,z=5 (default: random points; needed for loops and "
+        "keyword calls, which SymPy cannot follow)",
+    )
     explain.add_argument("--at", help="the point, e.g. x=4,y=-3,z=5 (required)")
     explain.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     explain.add_argument("--all", action="store_true", help="show every loop iteration")

@@ -940,8 +940,12 @@ def explain_source(fs: FunctionSource, point: dict[str, Any], wrt: Any = None) -
 
 def explain(fn: Callable[..., Any], *args: Any, wrt: Any = None) -> Explanation:
     """Explain, step by step, how reverse mode computes the gradient of ``fn`` at ``args``."""
-    # A grad(...) result explains its primal; another decorator's wrapper is itself.
-    primal = fn.__wrapped__ if hasattr(fn, "adcompile_recipe") else fn
+    # A grad(...) result explains its primal, for its partials (its wrt); another
+    # decorator's wrapper is itself.
+    recipe = getattr(fn, "adcompile_recipe", None)
+    primal = fn.__wrapped__ if recipe is not None else fn
+    if recipe is not None and wrt is None:
+        wrt = recipe.wrt
     bound = inspect.signature(primal).bind(*args)
     bound.apply_defaults()
     return explain_source(load_function(primal), dict(bound.arguments), wrt)

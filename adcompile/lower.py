@@ -52,6 +52,7 @@ from .names import NameTable, function_identifiers, user_name_table
 from .rules import Rule, RuleTable, active_rules
 from .rules.registry import lookup_rule
 from .source import (
+    ComputedGlobal,
     FunctionSource,
     StaticFunction,
     UnboundClosureVariable,
@@ -1173,6 +1174,9 @@ class Lowerer(ArrayLowering):
             raise self._error(UnsupportedSyntaxError, node, messages.ATTRIBUTE_ACCESS)
         else:
             module = self._resolve_global(node.value)
+        if isinstance(module, ComputedGlobal):  # `import helpers` in a file read, not run
+            message = messages.computed_global(node.value.id, module)
+            raise self._error(UnsupportedSyntaxError, node, message)
         if not isinstance(module, types.ModuleType):
             raise self._error(UnsupportedSyntaxError, node, messages.ATTRIBUTE_ACCESS)
         if not hasattr(module, node.attr):

@@ -358,8 +358,23 @@ def no_rule(name: str, value: object) -> str:
     )
 
 
+# Functions that are piecewise constant (their derivative is 0 or undefined everywhere):
+# others without a rule (math.cbrt, math.exp2, ...) do have derivatives adcompile lacks.
+STEP_FUNCTIONS = frozenset(
+    {"floor", "ceil", "trunc", "round", "int", "bool", "isnan", "isinf", "isfinite"}
+    | {"isclose", "isqrt", "factorial", "comb", "perm", "gcd", "lcm", "sign", "argmax"}
+    | {"argmin", "argsort", "nonzero", "searchsorted", "digitize"}
+)
+
+
 def no_rule_on_path(name: str) -> str:
-    """A known non-differentiable function whose result the derivative depends on."""
+    """A function without a rule whose result the derivative depends on."""
+    if name.rsplit(".", 1)[-1] not in STEP_FUNCTIONS:
+        return (
+            f"adcompile has no derivative rule for `{name}`, and the result depends on it "
+            f"through a differentiated input; register one with adcompile.derivative({name}), "
+            "or use it only in conditions or on values that are not differentiated"
+        )
     return (
         f"`{name}` has no derivative, but the result depends on it through a "
         "differentiated input; use it only in conditions, or on values that are not "

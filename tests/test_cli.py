@@ -535,3 +535,19 @@ def test_a_mismatch_in_a_function_with_floor_division_is_shown(capsys, tmp_path)
         status = main(["check", f"{target}:f", "--at", "x=1.0"])
     captured = capsys.readouterr()
     assert status == 1 and "MISMATCH" in captured.out and "TypeError" not in captured.err
+
+
+def test_messages_for_a_missing_rule_and_a_module_read_in_static_mode(capsys, tmp_path):
+    """math.cbrt was said to have "no derivative"; `helpers.f` in PATH.py mode got the
+    "attribute access" message instead of pointing to package.module:FUNC."""
+    target = tmp_path / "messages_case.py"
+    target.write_text(
+        "import math\nimport helpers_elsewhere\n\n\ndef f(x):\n    return math.cbrt(x) * x\n\n\n"
+        "def g(x):\n    return helpers_elsewhere.h(x)\n"
+    )
+    assert main(["dump", f"{target}:f"]) == 1
+    assert "register one with adcompile.derivative(math.cbrt)" in capsys.readouterr().err
+    assert main(["dump", f"{target}:g"]) == 1
+    err = capsys.readouterr().err
+    assert "`helpers_elsewhere` comes from `import helpers_elsewhere`" in err
+    assert "package.module:FUNC" in err

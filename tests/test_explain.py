@@ -439,3 +439,12 @@ def test_a_user_rule_reading_g_in_a_setup_line_shows_no_free_g(tmp_path):
     for step in adjoints:
         assert not re.search(r"\bg\b", step["numbers"] + step["formula"]), step
     assert data["gradient"] == pytest.approx({"x": 0.7 + 0.35, "y": 1.3 + 0.65})
+
+
+def weighted(x, y):
+    return x * y * y
+
+
+def test_explaining_a_gradient_explains_its_partials():
+    """explain(grad(f, wrt="y")) explained every partial, ignoring the gradient's wrt."""
+    assert explain(grad(weighted, wrt="y"), 2.0, 3.0).gradient == {"y": 12.0}
