@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import inspect
 import math
+import re
 import sys
 import textwrap
 import types
@@ -550,8 +551,10 @@ def test_a_reduction_in_a_test_and_of_an_empty_sequence(tmp_path: Path) -> None:
     )
     assert_grad_matches_mp(module.tested, [{"x": 0.7}, {"x": -0.7}], None)
     assert_grad_matches_mp(module.smallest, [{"x": 0.7, "n": 3}], "x")
+    with pytest.raises(ValueError) as python:  # its wording differs between versions
+        module.smallest(0.7, 0)
     for mode in ("reverse", "forward"):
-        with pytest.raises(ValueError, match=r"max\(\) arg is an empty sequence"):
+        with pytest.raises(ValueError, match=re.escape(str(python.value))):
             grad(module.smallest, wrt="x", mode=mode)(0.7, 0)
 
 
