@@ -326,7 +326,8 @@ def test_private_names_in_a_class_body_are_read_as_python_mangles_them(tmp_path:
 
 def test_a_helper_without_source_is_reported_at_its_call(tmp_path: Path) -> None:
     namespace: dict[str, object] = {}
-    exec("def scale(t):\n    return 3.0 * t\n", namespace)
+    code = compile("def scale(t):\n    return 3.0 * t\n", "<no file: test>", "exec")
+    exec(code, namespace)  # a file name no other code registers in linecache
     module = module_from_source(tmp_path, "def f(x):\n    return scale(x) * x\n")
     module.scale = namespace["scale"]
     with pytest.raises(UnsupportedSyntaxError, match="cannot read the source of scale") as caught:
