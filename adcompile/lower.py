@@ -1288,12 +1288,16 @@ class Lowerer(ArrayLowering):
 
     # ----- values with no derivative -----------------------------------------------------
     def _opaque(self, node: ast.expr, target: str, no_rule: Exception | None = None) -> None:
-        if not self.in_loop_test:  # a `while` test is evaluated again each time round
-            node = self._hoisted_short_circuits(node)
+        flags: list[str] = []
+        if not self.in_loop_test and self._calls_user_code(node):  # (a `while` test is
+            # evaluated again each time round.) A copy: the parsed tree is cached and shared.
+            node = self._hoisted_short_circuits(clone_located(node), flags)
         rewritten, reads = self._rewrite_opaque(node)
+        for flag in flags:  # read only here: forgotten, so no later merge copies them
+            self.env.pop(flag, None)
         self.block.append(Opaque(target, rewritten, frozenset(reads), node.lineno, no_rule))
 
-    def _hoisted_short_circuits(self, node: ast.expr) -> ast.expr:
+    def _hoisted_short_circuits(self, node: ast.expr, flags: list[str]) -> ast.expr:
         """A test whose `and`/`or` or conditional expression guards a call of the user's
         function (``x > 0 and safe_log(x) > 0.5``), with that part computed before it by
         statements that call the function only where Python does: ``flag = x > 0`` then
@@ -1302,11 +1306,11 @@ class Lowerer(ArrayLowering):
         if not self._calls_user_code(node):
             return node
         if isinstance(node, ast.BoolOp) and any(self._calls_user_code(v) for v in node.values[1:]):
-            return self._flag(self._short_circuit(node, self._new_flag()), node)
+            return self._flag(self._short_circuit(node, self._new_flag(flags)), node)
         if isinstance(node, ast.IfExp) and (
             self._calls_user_code(node.body) or self._calls_user_code(node.orelse)
         ):
-            flag = self._new_flag()
+            flag = self._new_flag(flags)
             chosen = ast.If(
                 test=node.test,
                 body=[self._flag_assign(flag, node.body)],
@@ -1319,9 +1323,9 @@ class Lowerer(ArrayLowering):
             raise self._error(UnsupportedSyntaxError, node, messages.CALL_IN_CHAINED_COMPARISON)
         for field, value in ast.iter_fields(node):
             if isinstance(value, ast.expr):
-                setattr(node, field, self._hoisted_short_circuits(value))
+                setattr(node, field, self._hoisted_short_circuits(value, flags))
             elif isinstance(value, list):
-                setattr(node, field, [self._hoisted_short_circuits(v) for v in value])
+                setattr(node, field, [self._hoisted_short_circuits(v, flags) for v in value])
         return node
 
     def _short_circuit(self, node: ast.expr, flag: str) -> list[ast.stmt]:
@@ -1337,9 +1341,10 @@ class Lowerer(ArrayLowering):
             statements.append(ast.copy_location(guarded, value))
         return statements
 
-    def _new_flag(self) -> str:
+    def _new_flag(self, flags: list[str]) -> str:
         flag = self.names.numbered("flag")
         self.locals.add(flag)
+        flags.append(flag)
         return flag
 
     def _flag(

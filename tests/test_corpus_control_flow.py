@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from adcompile import AdcompileError, UnsupportedSyntaxError, grad
+from adcompile import AdcompileError, UnsupportedSyntaxError, explain, grad
 from adcompile.reference import (
     assert_grad_matches_mp,
     positional_params,
@@ -605,3 +605,50 @@ def test_inlining_that_doubles_at_each_level_stops_with_a_message(tmp_path: Path
     fn = function_from_source(tmp_path, "\n".join(lines) + "\n", "h13")
     with pytest.raises(UnsupportedSyntaxError, match="more than 5,000 inlined bodies"):
         grad(fn)
+
+
+GUARDED_AGAIN = """
+import math
+
+
+def h(u):
+    return math.log(u) + u
+
+
+def g(u):
+    s = u * 0.5
+    for i in range(2):
+        s = s + 0.1 * u
+    if s < -2.0:
+        s = 1.0
+    elif not (u > 0 and h(u) > 0.8):
+        s = s * u
+    return s
+
+
+def twice(x):
+    return g(x) * g(x)
+
+
+def after_return(x, y):
+    if y > 1:
+        return y
+    z = (x > 0 and h(x) > 0.8) if y < 0.7 else False
+    if z:
+        y = y * x
+    return x * y
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "point"), [("twice", {"x": 0.5}), ("after_return", {"x": 2.0, "y": 0.9})]
+)
+def test_guarded_calls_compile_again_and_on_every_path(tmp_path: Path, name: str, point) -> None:
+    """The hoisting wrote its flags into the cached tree (a second compile read a name
+    that no longer existed), and a flag set in one arm was merged where it was unbound."""
+    fn = function_from_source(tmp_path, GUARDED_AGAIN, name)
+    for gradient in (grad(fn), grad(fn, optimize=False), grad(fn, mode="forward")):
+        assert_grad_matches_mp(fn, [point], None, gradient=gradient)
+    assert explain(fn, *point.values()).gradient == pytest.approx(
+        dict(zip(point, grad(fn, wrt=tuple(point))(**point), strict=True))
+    )
