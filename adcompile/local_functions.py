@@ -23,13 +23,14 @@ def function_bound(stmt: ast.stmt) -> str | None:
     """The name ``stmt`` binds to a local function (``def g``, ``g = lambda ...``), if any."""
     if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
         return stmt.name
+    targets = [stmt.target] if isinstance(stmt, ast.AnnAssign) else getattr(stmt, "targets", [])
     if (
-        isinstance(stmt, ast.Assign)
+        isinstance(stmt, ast.Assign | ast.AnnAssign)
         and isinstance(stmt.value, ast.Lambda)
-        and len(stmt.targets) == 1
-        and isinstance(stmt.targets[0], ast.Name)
+        and len(targets) == 1
+        and isinstance(targets[0], ast.Name)
     ):
-        return stmt.targets[0].id
+        return targets[0].id  # `g = lambda ...`, `g: Callable = lambda ...`
     return None
 
 
@@ -81,7 +82,7 @@ def _defines_functions(body: list[ast.stmt]) -> bool:
         cls = stmt.__class__
         if cls is ast.FunctionDef or cls is ast.AsyncFunctionDef:
             return True
-        if cls is ast.Assign:
+        if cls is ast.Assign or cls is ast.AnnAssign:
             if stmt.value.__class__ is ast.Lambda:
                 return True
         elif cls in _BLOCKS:

@@ -903,7 +903,10 @@ class Lowerer(ArrayLowering):
             self._call_user_function(node, target, callee, user_source)
             return
         if node.keywords:
-            raise self._error(UnsupportedSyntaxError, node.keywords[0], messages.CALL_KEYWORDS)
+            message = messages.CALL_KEYWORDS
+            if callee in (builtins.min, builtins.max, builtins.sum):
+                message = messages.reduction_keyword(callee.__name__, node.keywords[0].arg)
+            raise self._error(UnsupportedSyntaxError, node.keywords[0], message)
         for arg in node.args:
             if isinstance(arg, ast.Starred):
                 raise self._error(UnsupportedSyntaxError, arg, messages.CALL_STARRED)

@@ -425,6 +425,14 @@ def too_many_inlined(limit: int) -> str:
     )
 
 
+def reduction_keyword(name: str, keyword: str | None) -> str:
+    """``max(gen, default=0.0)``, ``min(xs, key=f)``: keywords of the builtin reductions."""
+    return (
+        f"`{name}()` with `{keyword}=` is not supported; compute the case it covers "
+        f"separately (e.g. `{name}(...) if n > 0 else 0.0` for `default=`)"
+    )
+
+
 def function_value(name: str) -> str:
     """A local function used as a value (returned, stored) rather than called."""
     return (

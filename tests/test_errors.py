@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from adcompile import AdcompileError, NoDerivativeError, UnsupportedSyntaxError, grad, jacobian
-from tests.helpers import module_from_source
+from tests.helpers import function_from_source, module_from_source
 
 U, N = UnsupportedSyntaxError, NoDerivativeError
 
@@ -214,3 +214,12 @@ def test_unsupported_block_in_a_called_helper_is_named(tmp_path):
     with pytest.raises(UnsupportedSyntaxError, match="`try` is not supported") as info:
         grad(module.f)
     assert str(info.value).startswith(f"{module.__file__}:6:5: ")
+
+
+def test_a_reduction_keyword_is_named(tmp_path):
+    """`max(gen, default=x)` was told to pass its keywords positionally (a TypeError then)."""
+    fn = function_from_source(
+        tmp_path, "def f(x, n):\n    return max((x * i for i in range(n)), default=x)\n"
+    )
+    with pytest.raises(UnsupportedSyntaxError, match="`max\\(\\)` with `default=`"):
+        grad(fn)

@@ -82,6 +82,17 @@ def test_a_helpers_float_constant_is_not_the_callers_equal_int(
             "bound to a local function and bound again",
             5,
         ),
+        (  # the same with annotations: they were not counted as bindings
+            """
+            if x > 0:
+                g: object = lambda t: t * t
+            else:
+                g: object = lambda t: t * t * t
+            return g(x)
+            """,
+            "bound to a local function and bound again",
+            5,
+        ),
         (  # redefined in a loop after its call: the next iteration's call read the new one
             """
             s = 0.0
@@ -127,6 +138,7 @@ def test_a_helpers_float_constant_is_not_the_callers_equal_int(
     ],
     ids=[
         "rebound-in-branches",
+        "annotated-rebound-in-branches",
         "rebound-in-loop",
         "called-after-branch",
         "called-above-def",
