@@ -149,8 +149,12 @@ def generate(
     modules = frozenset(
         {core.math_alias, core.numpy_alias} if core.array_mode else {core.math_alias}
     )
-    # Names the unoptimised code assigns: those the passes drop are then undefined.
-    assigned = {name for stmt in body.statements for name in stored_names(stmt)}
+    # Array code: names the unoptimised code assigns (those the passes drop are undefined).
+    assigned = (
+        {name for stmt in body.statements for name in stored_names(stmt)}
+        if core.array_mode
+        else set()
+    )
     statements = run_passes(
         body.statements,
         body.returns,

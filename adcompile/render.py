@@ -200,13 +200,16 @@ _MAX_BLOCK_DEPTH = 98
 
 def _block_depth(statements: list[ast.stmt]) -> int:
     """How deep the blocks of ``statements`` nest (0 for none)."""
-    deepest, stack = 0, [(stmt, 1) for stmt in statements]
-    while stack:
+    deepest, stack = 0, [(s, 1) for s in statements if isinstance(s, BLOCK_STATEMENTS)]
+    while stack:  # compound statements only: most are simple, and hold no block
         stmt, depth = stack.pop()
+        deepest = max(deepest, depth)
         for field_name in block_fields(stmt.__class__):
-            for inner in getattr(stmt, field_name):
-                deepest = max(deepest, depth)
-                stack.append((inner, depth + 1))
+            stack.extend(
+                (inner, depth + 1)
+                for inner in getattr(stmt, field_name)
+                if isinstance(inner, BLOCK_STATEMENTS)
+            )
     return deepest
 
 
