@@ -21,7 +21,7 @@ from . import messages
 from .api import Wrt, compile_transform, grad, resolve_wrt
 from .errors import UnsupportedSyntaxError
 from .lower import is_array_code
-from .source import load_function
+from .source import closure_values, load_function
 
 _CACHE: weakref.WeakKeyDictionary[Callable[..., Any], dict[tuple, Callable[..., Any]]] = (
     weakref.WeakKeyDictionary()
@@ -61,18 +61,10 @@ def _constants_read(fn: Callable[..., Any]) -> tuple:
         names.update(current.co_names)
         stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
     module = getattr(fn, "__globals__", {})
-    cells = zip(code.co_freevars, getattr(fn, "__closure__", None) or (), strict=False)
     seen = [(name, module[name]) for name in sorted(names) if name in module]
-    seen += [(name, cell.cell_contents) for name, cell in cells if _bound(cell)]
+    if isinstance(fn, types.FunctionType):
+        seen += sorted(closure_values(fn).items())
     return tuple((name, _data_key(value)) for name, value in seen if _is_data(value))
-
-
-def _bound(cell: types.CellType) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018 -- an empty cell raises
-    except ValueError:
-        return False
-    return True
 
 
 def _is_data(value: object) -> bool:

@@ -1232,13 +1232,8 @@ class Lowerer(ArrayLowering):
     def _user_module_constant(self, node: ast.Attribute) -> Atom | None:
         """``helpers.K`` in ``import helpers``: data of the user's own module, read when the
         gradient is compiled (as a global is), under a module-level name ``helpers_K``."""
-        base = node.value
-        if base.__class__ is not ast.Name or base.id in self.locals:
-            return None
-        module = self.fs.namespace.get(base.id)
-        if module.__class__ is not types.ModuleType or is_numpy(module):
-            return None
-        if any(module is m for m in RENDERABLE_MODULES.values()):
+        module = self._user_module(node)
+        if module is None:
             return None
         value = getattr(module, node.attr, None)
         is_array = self.array_mode and isinstance(value, self.numpy.ndarray)
@@ -1246,7 +1241,7 @@ class Lowerer(ArrayLowering):
             return None
         key = (id(vars(module)), node.attr)
         if key not in self.constant_names:
-            chosen = self.names.fresh(f"{base.id}_{node.attr}")
+            chosen = self.names.fresh(f"{node.value.id}_{node.attr}")
             self.constant_names[key] = (chosen, module)
             self.constants[chosen] = value
         name = self.constant_names[key][0]
@@ -1255,16 +1250,20 @@ class Lowerer(ArrayLowering):
     def _user_module_function(self, func: ast.Attribute) -> types.FunctionType | None:
         """``helpers.scaled`` in ``import helpers``: a Python function of the user's own
         module, called (and inlined) as ``from helpers import scaled`` would be."""
-        base = func.value
+        module = self._user_module(func)
+        value = getattr(module, func.attr, None)  # math.sin is a builtin: the usual case
+        return value if value.__class__ is types.FunctionType else None
+
+    def _user_module(self, node: ast.Attribute) -> types.ModuleType | None:
+        """The module ``node`` reads from (``helpers`` in ``helpers.f``) if it is one of the
+        user's own: not a local, NumPy or a module generated code names (math)."""
+        base = node.value
         if base.__class__ is not ast.Name or base.id in self.locals:
             return None
         module = self.fs.namespace.get(base.id)
-        if module.__class__ is not types.ModuleType:
+        if module.__class__ is not types.ModuleType or is_numpy(module):
             return None
-        value = getattr(module, func.attr, None)  # math.sin is a builtin: the usual case
-        if value.__class__ is not types.FunctionType or is_numpy(module):
-            return None
-        return None if any(module is m for m in RENDERABLE_MODULES.values()) else value
+        return None if any(module is m for m in RENDERABLE_MODULES.values()) else module
 
     def _canonical_callee(self, value: object, node: ast.Name) -> ast.expr:
         # `from math import sin` and `import math as m` both become `math.sin`.
@@ -1309,7 +1308,8 @@ class Lowerer(ArrayLowering):
         if not self._calls_user_code(node):
             return node
         if isinstance(node, ast.BoolOp) and any(self._calls_user_code(v) for v in node.values[1:]):
-            return self._flag(self._short_circuit(node, self._new_flag(flags)), node)
+            flag = self._new_flag(flags)
+            return self._flag(self._short_circuit(node, flag), node, flag)
         if isinstance(node, ast.IfExp) and (
             self._calls_user_code(node.body) or self._calls_user_code(node.orelse)
         ):
@@ -1350,11 +1350,8 @@ class Lowerer(ArrayLowering):
         flags.append(flag)
         return flag
 
-    def _flag(
-        self, statements: list[ast.stmt], node: ast.expr, flag: str | None = None
-    ) -> ast.expr:
-        """Lower ``statements`` (which set the flag) and read the flag in place of ``node``."""
-        flag = flag or statements[0].targets[0].id
+    def _flag(self, statements: list[ast.stmt], node: ast.expr, flag: str) -> ast.expr:
+        """Lower ``statements`` (which set ``flag``) and read the flag in place of ``node``."""
         self._statements([ast.fix_missing_locations(s) for s in statements])
         return ast.copy_location(ast.Name(id=flag, ctx=ast.Load()), node)
 

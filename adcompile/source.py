@@ -230,7 +230,8 @@ class UnboundClosureVariable:
         return f"<closure variable {self.name}, not assigned yet>"
 
 
-def _closure_values(fn: types.FunctionType) -> dict[str, object]:
+def closure_values(fn: types.FunctionType) -> dict[str, object]:
+    """The values of a function's closure cells by name (an empty cell: a marker)."""
     values: dict[str, object] = {}
     for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
         try:
@@ -314,7 +315,7 @@ def load_function(fn: object) -> FunctionSource:
     mangling = _class_mangling(node, fn.__code__)
     if mangling:
         node = _renamed_copy(node, mangling)
-    namespace = ChainMap(_closure_values(fn), fn.__globals__, vars(builtins))
+    namespace = ChainMap(closure_values(fn), fn.__globals__, vars(builtins))
     return FunctionSource(
         node=node,
         filename=fn.__code__.co_filename,
