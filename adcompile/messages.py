@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 import types
 
 ASYNC_DEF = "async functions cannot be differentiated; write a plain `def`"
@@ -137,6 +138,7 @@ RANGE_ARGUMENTS = "range() takes 1 to 3 positional arguments here"
 UNSUPPORTED_STATEMENTS: dict[type[ast.stmt], str] = {
     ast.AsyncFor: "`async for` cannot be differentiated",
     ast.Try: "`try` is not supported: a derivative cannot pass through exception handling",
+    ast.TryStar: "`try` is not supported: a derivative cannot pass through exception handling",
     ast.With: "`with` blocks are not supported; move the context manager outside the function",
     ast.AsyncWith: "`async with` cannot be differentiated",
     ast.Global: "`global` is not supported: pass the value in as a parameter",
@@ -150,8 +152,12 @@ UNSUPPORTED_STATEMENTS: dict[type[ast.stmt], str] = {
     ast.ImportFrom: "imports inside the function are not supported; import at module level",
     ast.Break: "`break` outside a loop",
     ast.Continue: "`continue` outside a loop",
-    ast.Match: "`match` is not supported; write `a if cond else b`",
+    ast.Match: "`match` is not supported; write the cases as `if`/`elif`/`else`",
 }
+if sys.version_info >= (3, 12):  # the `type X = ...` statement is new in 3.12
+    UNSUPPORTED_STATEMENTS[ast.TypeAlias] = (
+        "a `type` alias inside the function is not supported; define it at module level"
+    )
 UNSUPPORTED_EXPRESSIONS: dict[type[ast.expr], str] = {
     ast.Lambda: "`lambda` inside the function is not supported yet; define a module-level def",
     ast.ListComp: (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import textwrap
 
 import pytest
@@ -78,6 +79,7 @@ CASES = [
     ("try:\n    return x\nexcept Exception:\n    return y", "try", U, "`try` is not"),
     ("with open('f') as h:\n    return x", "with", U, "`with` blocks are not"),
     ("match x:\n    case 1.0:\n        return x", "match", U, "`match` is not"),
+    ("try:\n    z = x\nexcept* ValueError:\n    z = y\nreturn z", "try", U, "`try` is not"),
     ("z = x\nglobal G\ntry:\n    return z\nfinally:\n    pass", "global", U, "`global` is"),
     ("return math.hypot(x, y, x)", "math.hypot", U, "with 2 argument(s), not 3"),
     ("return x.real", "x.real", U, "reading `x.real` is not supported"),
@@ -134,6 +136,15 @@ def test_unsupported_construct_is_located(tmp_path, body, needle, cls, fragment)
     assert shown.strip() == text.splitlines()[line - 1].strip()
     indent = len(text.splitlines()[line - 1]) - len(text.splitlines()[line - 1].lstrip())
     assert caret.index("^") - 4 == col - 1 - indent
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="`type X = ...` is new in Python 3.12")
+def test_a_type_alias_statement_is_refused_with_its_own_message(tmp_path):
+    module, text = _case_module(tmp_path, "type Pair = tuple[float, float]\nreturn x")
+    with pytest.raises(UnsupportedSyntaxError, match="`type` alias inside the function") as info:
+        grad(module.f, wrt="x")
+    line, col = _expected_position(text, "type Pair")
+    assert str(info.value).startswith(f"{module.__file__}:{line}:{col}: ")
 
 
 def test_error_classes_share_a_base():
