@@ -95,6 +95,9 @@ class KnownShapes:
             return facts.origin(expr.id)
         if isinstance(expr, ast.UnaryOp):
             return self._origin_of(expr.operand)
+        if isinstance(expr, ast.Compare) and len(expr.comparators) == 1:
+            # A comparison broadcasts its operands as arithmetic does (`x == 0`: x's shape).
+            expr = ast.BinOp(left=expr.left, op=ast.Add(), right=expr.comparators[0])
         if isinstance(expr, ast.BinOp):
             left, right = self._origin_of(expr.left), self._origin_of(expr.right)
             if _is_literal(expr.left) or (left is not None and left in facts.scalars):

@@ -492,6 +492,9 @@ EXPLAIN_ARRAYS = (
 # What a generated gradient's helper computes, for the helpers with no derivative rule.
 _HELPER_ORIGINS = {
     "prod_pairs": "np.prod's second derivative (a third derivative of np.prod)",
+    "cofactors_tangent": (
+        "np.linalg.det's second derivative (a third derivative of np.linalg.det)"
+    ),
     "split_adjoint": "the list of np.concatenate's adjoints used whole",
     "gradient_like": "a gradient assembled from parts whose keys are not constants",
     "forward_gradient": "a forward-mode gradient of NumPy code (use reverse mode, the default)",

@@ -119,6 +119,25 @@ def simplify(node: ast.AST, facts: FloatFacts = NO_FACTS) -> ast.AST:
         decided = literal_truth(node)
         if decided is not None:
             return ast.Constant(value=int(decided))
+    if cls is ast.BoolOp:  # `3 != 0 or a != 0` with the first test decided: `1`
+        return _short_circuit(node)
+    return node
+
+
+def _short_circuit(node: ast.BoolOp) -> ast.expr:
+    """``and``/``or`` with its leading literal operands evaluated as Python would."""
+    stops_on = isinstance(node.op, ast.Or)  # `or` stops at a true operand, `and` at a false
+    values = list(node.values)
+    while len(values) > 1:
+        decided = literal_truth(values[0])
+        if decided is None:
+            break
+        if decided is stops_on:
+            return values[0]
+        values.pop(0)
+    if len(values) == 1:
+        return values[0]
+    node.values = values
     return node
 
 

@@ -192,6 +192,50 @@ def test_det_is_differentiable_at_singular_matrices(module: types.ModuleType, x)
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
 
 
+def det_hessian_by_sympy(x: np.ndarray) -> np.ndarray:
+    """d2 det / dx_ij dx_kl of a square matrix, exact (SymPy), as an (n, n, n, n) array."""
+    import sympy
+
+    n = x.shape[-1]
+    symbols = sympy.Matrix(n, n, lambda i, j: sympy.Symbol(f"x{i}{j}"))
+    det = symbols.det()
+    at = {symbols[i, j]: sympy.nsimplify(x[i, j]) for i in range(n) for j in range(n)}
+    flat = list(symbols)
+    table = [[float(sympy.diff(det, a, b).subs(at)) for b in flat] for a in flat]
+    return np.array(table).reshape(n, n, n, n)
+
+
+@pytest.mark.parametrize(
+    "x",
+    [
+        np.array([[1.0, 2.0], [2.0, 4.0]]),
+        np.zeros((3, 3)),
+        np.arange(1.0, 10.0).reshape(3, 3),
+        np.outer([1.0, -2.0, 0.5], [3.0, 1.0, -1.0]),
+        np.array(
+            [[2.0, 1.0, 0.0, 1.0], [4.0, 2.0, 0.0, 2.0], [1.0, 0.0, 3.0, 1.0], [0.0, 1.0, 1.0, 2.0]]
+        ),
+    ],
+    ids=["2x2-rank-1", "3x3-zero", "3x3-rank-2", "3x3-rank-1", "4x4-rank-3"],
+)
+def test_det_has_a_hessian_at_singular_matrices(module: types.ModuleType, x) -> None:
+    """det's second derivative inverted x: LinAlgError at a singular matrix (its first
+    derivative already had a fallback). Forward over reverse, and a jvp of the gradient."""
+    expected = det_hessian_by_sympy(x)
+    np.testing.assert_allclose(hessian(module.determinant)(x), expected, atol=1e-12)
+    direction = np.arange(x.size, dtype=float).reshape(x.shape) / x.size
+    _, tangent = jvp(grad(module.determinant), (x,), (direction,))
+    np.testing.assert_allclose(tangent, np.tensordot(expected, direction, 2), atol=1e-12)
+
+
+def test_det_hessian_of_a_stack_with_one_singular_matrix(module: types.ModuleType) -> None:
+    x = np.stack([np.eye(3) * 2.0, np.arange(1.0, 10.0).reshape(3, 3)])
+    got = hessian(module.determinant)(x)
+    for k in range(2):
+        np.testing.assert_allclose(got[k, :, :, k], det_hessian_by_sympy(x[k]), atol=1e-12)
+        np.testing.assert_array_equal(got[k, :, :, 1 - k], 0.0)
+
+
 def test_an_index_computed_in_a_loop_is_the_iterations_own_in_reverse(
     module: types.ModuleType,
 ) -> None:

@@ -348,6 +348,7 @@ for _primal, _domain in (
 ):
     CASES[(_primal, 1)] = unary(_domain)
 CASES[(np.arctan2, 2)] = binary(signed(0.3, 2.0), signed(0.3, 2.0))
+CASES[(np.hypot, 2)] = binary(signed(0.3, 2.0), signed(0.3, 2.0))
 CASES[(np.maximum, 2)] = binary(on_grid(0.25), on_grid(0.75))
 CASES[(np.minimum, 2)] = binary(on_grid(0.25), on_grid(0.75))
 CASES[(np.where, 3)] = [
@@ -1000,6 +1001,7 @@ SCALAR_TWINS: dict[object, object] = {
     np.arcsin: math.asin,
     np.arccos: math.acos,
     np.arctan: math.atan,
+    np.hypot: math.hypot,
     np.sinh: math.sinh,
     np.cosh: math.cosh,
     np.tanh: math.tanh,

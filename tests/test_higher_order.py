@@ -12,6 +12,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 import sympy as sp
 
@@ -275,6 +276,33 @@ def test_hessian_of_a_power_with_a_negative_base_is_nan_throughout() -> None:
     matrix = hessian(power)(-2.0, 3.0)
     assert all(math.isnan(entry) for row in matrix for entry in row), matrix
     assert_close(hessian(power)(2.0, 3.0)[0][1], sympy_derivative(power, (2.0, 3.0), "x", "y"), "h")
+
+
+@pytest.mark.parametrize("x", [2.0, 0.5])
+def test_the_mixed_partial_of_a_power_survives_a_zero_exponent(x: float) -> None:
+    # d(x**y)/dx was the constant 0.0 where y == 0, so its derivative in y (1/x) was lost:
+    # the Hessian was not symmetric. y == 0 is a smooth point of x**y for x > 0 (for x < 0,
+    # d/dy is nan by convention, and so is every derivative through it).
+    expected = sympy_derivative(power, (x, 0.0), "x", "y")
+    assert_close(grad(grad(power, wrt="x"), wrt="y")(x, 0.0), expected, "reverse over reverse")
+    forward = grad(grad(power, wrt="x", mode="forward"), wrt="y", mode="forward")
+    assert_close(forward(x, 0.0), expected, "forward over forward")
+    matrix = hessian(power)(x, 0.0)
+    assert_close(matrix[0][1], expected, "hessian")
+    assert_close(matrix[1][0], expected, "hessian, the other side")
+    assert grad(power, wrt="x")(0.0, 0.0) == 0.0  # 0.0 ** -1 is never evaluated
+
+
+def test_the_mixed_partial_of_an_array_power_survives_a_zero_exponent() -> None:
+    def total(x, y):
+        return np.sum(x**y)
+
+    x, y = np.array([2.0, 0.5]), np.array([0.0, 0.0])
+    blocks = hessian(total)(x, y)
+    np.testing.assert_allclose(blocks[0][1], np.diag([0.5, 2.0]), rtol=1e-15)
+    np.testing.assert_allclose(blocks[1][0], np.diag([0.5, 2.0]), rtol=1e-15)
+    at_zero = grad(total)(np.array([0.0, 2.0]), np.array([0.0, 0.0]))
+    np.testing.assert_array_equal(at_zero[0], [0.0, 0.0])  # 0 ** -1 (nan) is not read
 
 
 def test_hessian_source_is_a_standalone_module() -> None:

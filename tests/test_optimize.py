@@ -94,6 +94,13 @@ def test_a_rule_test_on_literals_is_decided():
         "a if -1.5 >= 0 else b if -1.5 == 0 else c": "c",
         "a if x > 0 else b": "a if x > 0 else b",
         "a if 'p' < 'q' else b": "a if 'p' < 'q' else b",  # only numbers are ordered here
+        # and/or stop at a decided first operand, as Python evaluates them
+        "a if 3.0 != 0 or x != 0 else b": "a",
+        "a if 0 != 0 or x != 0 else b": "a if x != 0 else b",
+        "1 and 2 and x": "x",
+        "0 and x": "0",
+        "x or 1": "x or 1",  # not decided: x is read first
+        "1 and x and 0 and y": "x and 0 and y",
     }
     for before, after in cases.items():
         assert ast.unparse(simplify(ast.parse(before, mode="eval").body)) == after
@@ -117,7 +124,7 @@ def test_power_with_a_zero_exponent_has_a_zero_partial_at_a_zero_base(tmp_path):
         assert grad(fn, wrt="x", mode=mode)(0.0, 3) == 1.0
         assert grad(fn, wrt="x", mode=mode)(2.0, 3) == 5.0
         assert grad(fn, wrt="x", mode=mode)(0, 1) == 0.0
-    assert "x ** (i - 1) if i != 0 else 0.0" in grad(fn, wrt="x").source
+    assert "x ** (i - 1) if i != 0 or x != 0 else 0.0" in grad(fn, wrt="x").source
 
 
 def test_dead_code_in_a_loop_goes_only_if_nothing_anywhere_reads_it():

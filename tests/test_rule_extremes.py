@@ -4,12 +4,15 @@ The rule table (``test_rule_table.py``) samples each rule where its arguments ar
 Some textbook formulas fail far from there although the derivative is an ordinary float:
 ``x * x + y * y`` in ``atan2``'s partials underflows near 1e-160 and overflows near 1e154,
 ``sqrt(x * x + 1)`` in ``asinh``'s overflows, and ``result + 1`` in ``expm1``'s cancels for
-x below -20. The rules avoid these; this pins it down, in both modes.
+x below -20; ``1 - x * x`` in ``asin``'s, ``acos``'s and ``atanh``'s cancels near |x| = 1.
+The rules avoid these, the scalar ones and their NumPy twins alike; this pins it down, in
+both modes.
 """
 
 from __future__ import annotations
 
 import mpmath
+import numpy as np
 import pytest
 
 from adcompile import grad
@@ -25,6 +28,10 @@ PARTIALS = {  # exact partials, in mpmath numbers (no overflow, no cancellation)
     "asinh": lambda x: (1 / mpmath.sqrt(x * x + 1),),
     "acosh": lambda x: (1 / mpmath.sqrt(x * x - 1),),
     "expm1": lambda x: (mpmath.exp(x),),
+    "asin": lambda x: (1 / mpmath.sqrt(1 - x * x),),
+    "acos": lambda x: (-1 / mpmath.sqrt(1 - x * x),),
+    "atanh": lambda x: (1 / (1 - x * x),),
+    "hypot": lambda x, y: (x / mpmath.hypot(x, y), y / mpmath.hypot(x, y)),
 }
 CASES = [
     ("atan2", (1e-200, 3e-200)),
@@ -35,7 +42,14 @@ CASES = [
     ("acosh", (1.0 + 2.0**-40,)),
     ("expm1", (-40.0,)),
     ("expm1", (-700.0,)),
+    ("asin", (1.0 - 1e-8,)),
+    ("asin", (-1.0 + 2.0**-40,)),
+    ("acos", (1.0 - 1e-8,)),
+    ("atanh", (1.0 - 1e-9,)),
+    ("atanh", (-1.0 + 2.0**-45,)),
 ]
+# math's name -> NumPy's, for the array rules' twins of the same formulas.
+NUMPY_NAMES = {"atan2": "arctan2", "asin": "arcsin", "acos": "arccos", "expm1": "expm1"}
 
 
 @pytest.mark.parametrize(("name", "args"), CASES, ids=[f"{n}{a}" for n, a in CASES])
@@ -50,3 +64,26 @@ def test_rule_is_accurate_at_extreme_arguments(name, args, mode, tmp_path) -> No
         expected = PARTIALS[name](*[mpmath.mpf(a) for a in args])
     for value, exact in zip(got, expected, strict=True):
         assert value == pytest.approx(float(exact), rel=1e-12, abs=0.0)
+
+
+ARRAY_CASES = [c for c in CASES if c[0] in NUMPY_NAMES] + [
+    ("hypot", (1e200, -3e200)),
+    ("hypot", (1e-200, 3e-200)),
+]
+
+
+@pytest.mark.parametrize(("name", "args"), ARRAY_CASES, ids=[f"{n}{a}" for n, a in ARRAY_CASES])
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_array_rule_is_accurate_at_extreme_arguments(name, args, mode, tmp_path) -> None:
+    params = "y, x" if name == "atan2" else ("x, y" if name == "hypot" else "x")
+    function = NUMPY_NAMES.get(name, name)
+    source = (
+        f"import numpy as np\n\n\ndef f({params}):\n    return np.sum(np.{function}({params}))\n"
+    )
+    f = function_from_source(tmp_path, source)
+    got = grad(f, mode=mode)(*[np.array([a]) for a in args])
+    got = got if isinstance(got, tuple) else (got,)
+    with mpmath.workdps(60):
+        expected = PARTIALS[name](*[mpmath.mpf(a) for a in args])
+    for value, exact in zip(got, expected, strict=True):
+        assert value[0] == pytest.approx(float(exact), rel=1e-12, abs=0.0)

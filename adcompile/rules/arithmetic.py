@@ -56,12 +56,14 @@ def pos(a, result, g):
 
 @rule(operator.pow)
 def power(a, b, result, g):
-    # d(a**b)/da is 0 where b == 0 (a**0 is 1 for every a), even at a == 0 where the general
-    # formula would raise (0.0 ** -1). d(a**b)/db = a**b * log(a): 0 at a == 0 (from the
-    # right), undefined (nan) for a < 0: `g * result * nan`, so that its derivatives (a Hessian's
-    # row) are nan too, as JAX gives, not the 0 of a constant.
+    # d(a**b)/da is 0 where b == 0 (a**0 is 1 for every a). The general formula gives that 0
+    # wherever it can (b * a**-1), so that its derivative in b, the mixed partial 1/a, is kept;
+    # only at a == b == 0, where it would raise (0.0 ** -1), is it the constant 0.0.
+    # d(a**b)/db = a**b * log(a): 0 at a == 0 (from the right), undefined (nan) for a < 0:
+    # `g * result * nan`, so that its derivatives (a Hessian's row) are nan too, as JAX gives,
+    # not the 0 of a constant.
     return (
-        g * b * a ** (b - 1) if b != 0 else 0.0,
+        g * b * a ** (b - 1) if b != 0 or a != 0 else 0.0,
         g * result * math.log(a) if a > 0 else (0.0 if a == 0 else g * result * math.nan),
     )
 

@@ -149,6 +149,34 @@ def cofactors(x):
     return np.expand_dims(np.linalg.det(x), (-1, -2)) * np.swapaxes(inverse, -1, -2)
 
 
+def cofactors_tangent(x, c, g):
+    """The derivative of ``c = cofactors(x)`` in the direction ``g`` (det's Hessian applied to
+    ``g``, a symmetric map: its own adjoint), defined for singular matrices too. Where ``x`` is
+    invertible: ``c tr(inv(x) g) - det(x) (inv(x) g inv(x))^T``; else the same formula taken
+    at ``diag(s)`` of ``x = u diag(s) vt``, written with products of all the ``s`` but two."""
+    try:
+        inverse = np.linalg.inv(x)
+    except np.linalg.LinAlgError:  # singular (in a stack: at least one of them)
+        return _cofactors_tangent_by_svd(x, g)
+    along = np.expand_dims(np.sum(np.swapaxes(inverse, -1, -2) * g, axis=(-2, -1)), (-1, -2))
+    det = np.expand_dims(np.linalg.det(x), (-1, -2))
+    return along * c - det * np.swapaxes(inverse @ g @ inverse, -1, -2)
+
+
+def _cofactors_tangent_by_svd(x, g):
+    """``cofactors_tangent`` from the SVD: at ``diag(s)`` the adjugate's derivative in the
+    direction ``e`` is ``-e[a, b] p[a, b]`` off the diagonal and ``sum(e[k, k] p[a, k])`` on
+    it, where ``p[a, b]`` is the product of the ``s`` but ``s[a]`` and ``s[b]``."""
+    u, s, vt = np.linalg.svd(x)
+    sign = np.expand_dims(np.linalg.det(u) * np.linalg.det(vt), (-1, -2))
+    e = np.swapaxes(u, -1, -2) @ g @ np.swapaxes(vt, -1, -2)
+    eye = np.eye(s.shape[-1], dtype=bool)
+    pairs = np.where(eye, 0.0, _others(np.where(eye, 1.0, s[..., None, :])))
+    on_diagonal = np.sum(pairs * np.diagonal(e, axis1=-2, axis2=-1)[..., None, :], axis=-1)
+    adjugate_tangent = np.where(eye, on_diagonal[..., :, None], -e * pairs)
+    return sign * (u @ np.swapaxes(adjugate_tangent, -1, -2) @ vt)
+
+
 def matmul_adjoint_a(g, a, b):
     """The adjoint of ``a`` in ``a @ b`` (vectors, matrices and stacks of matrices)."""
     a_ndim, b_ndim = getattr(a, "ndim", 0), getattr(b, "ndim", 0)
@@ -463,6 +491,8 @@ HELPERS = {
     "_ungrouped": _ungrouped,
     "_others": _others,
     "cofactors": cofactors,
+    "cofactors_tangent": cofactors_tangent,
+    "_cofactors_tangent_by_svd": _cofactors_tangent_by_svd,
     "matmul_adjoint_a": matmul_adjoint_a,
     "matmul_adjoint_b": matmul_adjoint_b,
     "split_adjoint": split_adjoint,
@@ -508,6 +538,8 @@ HELPER_DEPENDENCIES = {
     "_ungrouped": (),
     "_others": (),
     "cofactors": ("_others",),
+    "cofactors_tangent": ("_cofactors_tangent_by_svd",),
+    "_cofactors_tangent_by_svd": ("_others",),
     "matmul_adjoint_a": ("unbroadcast",),
     "matmul_adjoint_b": ("unbroadcast",),
     "split_adjoint": (),

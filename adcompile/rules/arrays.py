@@ -72,11 +72,13 @@ def copy(a, result, g):
 
 @array_rule(operator.pow)
 def power(a, b, result, g):
-    # d(a**b)/da is 0 where b == 0: the exponent b - 1 becomes 0 there (`b != 0` is 0), so
-    # a zero base gives 0 * a**0 = 0, not 0 * 0**-1 = nan. d(a**b)/db = a**b * log(a): 0
-    # where a == 0, undefined (nan) where a < 0.
+    # d(a**b)/da is 0 where b == 0, given by the general formula (b * a**-1) so that its
+    # derivative in b, the mixed partial 1/a, is kept; where a == b == 0 the base is read as
+    # 1 (the mask adds True), so that 0 * 0**-1 (nan) becomes 0 * 1**-1 = 0. With a literal
+    # exponent the mask folds away. d(a**b)/db = a**b * log(a): 0 where a == 0, undefined
+    # (nan) where a < 0.
     return (
-        unbroadcast(g * b * a ** (b - (b != 0)), a),
+        unbroadcast(g * b * (a + (a == 0) * (b == 0)) ** (b - 1), a),
         unbroadcast(
             np.where(
                 a > 0,
@@ -123,12 +125,12 @@ def tan(x, result, g):
 
 @array_rule(np.arcsin)
 def arcsin(x, result, g):
-    return g / np.sqrt(1.0 - x * x)
+    return g / np.sqrt((1.0 - x) * (1.0 + x))  # as math.asin's rule: no cancellation
 
 
 @array_rule(np.arccos)
 def arccos(x, result, g):
-    return -g / np.sqrt(1.0 - x * x)
+    return -g / np.sqrt((1.0 - x) * (1.0 + x))
 
 
 @array_rule(np.arctan)
@@ -138,8 +140,14 @@ def arctan(x, result, g):
 
 @array_rule(np.arctan2)
 def arctan2(y, x, result, g):
-    r2 = x * x + y * y
-    return unbroadcast(g * x / r2, y), unbroadcast(-g * y / r2, x)
+    # Over r = hypot(x, y) twice, as math.atan2's rule: x * x + y * y under- and overflows.
+    r = np.hypot(x, y)
+    return unbroadcast(g * (x / r) / r, y), unbroadcast(-g * (y / r) / r, x)
+
+
+@array_rule(np.hypot)
+def hypot(x, y, result, g):
+    return unbroadcast(g * x / result, x), unbroadcast(g * y / result, y)
 
 
 @array_rule(np.sinh)
@@ -164,7 +172,7 @@ def exp(x, result, g):
 
 @array_rule(np.expm1)
 def expm1(x, result, g):
-    return g * (result + 1.0)
+    return g * np.exp(x)  # as math.expm1's rule: result + 1.0 cancels to 0 below about -20
 
 
 @array_rule(np.log)
@@ -397,7 +405,7 @@ ELEMENTWISE = frozenset(
     {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow}
     | {operator.neg, operator.pos, np.copy}
     | {np.add, np.subtract, np.multiply, np.divide, np.negative, np.power}
-    | {np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan, np.arctan2}
+    | {np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan, np.arctan2, np.hypot}
     | {np.sinh, np.cosh, np.tanh, np.exp, np.expm1, np.log, np.log1p, np.log2, np.log10}
     | {np.sqrt, np.square, np.reciprocal, np.abs, np.maximum, np.minimum, np.where, np.clip}
     | {np.floor, np.ceil, np.trunc, np.rint, np.round, np.sign}

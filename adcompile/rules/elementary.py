@@ -26,12 +26,13 @@ def tan(x, result, g):
 
 @rule(math.asin)
 def asin(x, result, g):
-    return g / math.sqrt(1.0 - x * x)
+    # (1 - x)(1 + x), not 1 - x * x: that cancels near |x| = 1 (6 digits lost at 1 - 1e-8)
+    return g / math.sqrt((1.0 - x) * (1.0 + x))
 
 
 @rule(math.acos)
 def acos(x, result, g):
-    return -g / math.sqrt(1.0 - x * x)
+    return -g / math.sqrt((1.0 - x) * (1.0 + x))  # as asin: no cancellation near |x| = 1
 
 
 @rule(math.atan)
@@ -75,7 +76,7 @@ def acosh(x, result, g):
 
 @rule(math.atanh)
 def atanh(x, result, g):
-    return g / (1.0 - x * x)
+    return g / ((1.0 - x) * (1.0 + x))  # as asin: no cancellation near |x| = 1
 
 
 @rule(math.exp)

@@ -23,6 +23,7 @@ from .array_helpers import (
     assemble_adjoint,
     broadcast_like,
     cofactors,
+    cofactors_tangent,
     contraction,
     contraction_adjoint_a,
     contraction_adjoint_b,
@@ -241,13 +242,10 @@ def assemble_tangent(parts, result, g, *, tree, paths):
 
 
 # cofactors(x) is det's gradient, so its derivative is det's Hessian: a symmetric map, its
-# own transpose. dC = C tr(inv(x) dx) - det(x) (inv(x) dx inv(x))^T, for invertible x.
+# own transpose, which cofactors_tangent applies (singular matrices included).
 @array_rule(cofactors)
 def cofactors_rule(x, result, g):
-    inverse = np.linalg.inv(x)
-    along = np.expand_dims(np.sum(np.swapaxes(inverse, -1, -2) * g, axis=(-2, -1)), (-1, -2))
-    det = np.expand_dims(np.linalg.det(x), (-1, -2))
-    return along * result - det * np.swapaxes(inverse @ g @ inverse, -1, -2)
+    return cofactors_tangent(x, result, g)
 
 
 array_tangent(cofactors)(cofactors_rule)
