@@ -191,6 +191,12 @@ def command_dump(args: argparse.Namespace) -> int:
     return 0
 
 
+# What the user's function (or its gradient) raises when it fails at a point: reported with
+# the point and adcompile's note naming the line. IndexError/KeyError (`T[i]` out of range)
+# are LookupErrors.
+_RUN_FAILURES = (ArithmeticError, ValueError, TypeError, LookupError)
+
+
 def _explained(args: argparse.Namespace, required: bool) -> tuple[FunctionSource, Any]:
     """Load the target and, given ``--at``, run the explanation there."""
     from .api import resolve_wrt
@@ -208,7 +214,7 @@ def _explained(args: argparse.Namespace, required: bool) -> tuple[FunctionSource
     resolve_wrt(fs.param_names(), wrt, fs.name)
     try:
         return fs, explain_source(fs, point, wrt)
-    except (ArithmeticError, ValueError, TypeError) as exc:  # the user's function failed there
+    except _RUN_FAILURES as exc:  # the user's function failed there
         raise _failed_at(exc, args.at) from None
 
 
@@ -276,7 +282,7 @@ def command_check(args: argparse.Namespace) -> int:
         kinks = _settle_kinks(fs, report)
     except NoSamplePoints as exc:
         raise RunError(f"{exc.reason}; give a point in its domain with --at") from None
-    except (ArithmeticError, ValueError, TypeError) as exc:  # the user's function failed there
+    except _RUN_FAILURES as exc:  # the user's function failed there
         raise _failed_at(exc, args.at if given else "the sample points") from None
     print(report.table())
     if not report.ok:

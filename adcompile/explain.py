@@ -942,6 +942,12 @@ def explain(fn: Callable[..., Any], *args: Any, wrt: Any = None) -> Explanation:
     """Explain, step by step, how reverse mode computes the gradient of ``fn`` at ``args``."""
     # A grad(...) result explains its primal, for its partials (its wrt); another
     # decorator's wrapper is itself.
+    composite = getattr(fn, "adcompile_composite", None)
+    if composite is not None:  # a closure calling generated code, not a gradient to walk
+        raise TypeError(
+            f"explain walks the backward pass of a function; the result of adcompile."
+            f"{composite} is not one: explain the function itself (explain(f, ...))"
+        )
     recipe = getattr(fn, "adcompile_recipe", None)
     primal = fn.__wrapped__ if recipe is not None else fn
     if recipe is not None and wrt is None:

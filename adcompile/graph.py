@@ -46,6 +46,17 @@ INSTALL_DOT = (
 INSTALL_PACKAGE = "graph output needs the graphviz Python package: pip install graphviz"
 
 
+def dot_failed(stderr: bytes | str | None) -> str:
+    """Graphviz's ``dot`` ran and failed: its first complaint, and the way round it."""
+    text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else (stderr or "")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    said = f" ({lines[0]})" if lines else ""
+    return (
+        f"Graphviz's `dot` could not lay out this graph{said}; write a .dot file instead "
+        "and render it with another engine (e.g. `neato -Tsvg g.dot -o g.svg`)"
+    )
+
+
 class GraphError(Exception):
     """A graph that cannot be written (a missing program or package, an unknown format)."""
 
@@ -297,7 +308,9 @@ def write_graph(graph: Any, path: str | Path) -> None:
         return
     graphviz = _graphviz()
     try:
-        data = graph.pipe(format=kind)
+        data = graph.pipe(format=kind, quiet=True)  # its complaints go into our message
     except graphviz.ExecutableNotFound:
         raise GraphError(INSTALL_DOT) from None
+    except graphviz.CalledProcessError as exc:  # dot gave up on the layout
+        raise GraphError(dot_failed(exc.stderr)) from None
     Path(path).write_bytes(data)

@@ -308,6 +308,13 @@ def loop(x, n):
 
 def ratio(x, y):
     return x / y
+
+
+T = (1.0, 2.0)
+
+
+def lookup(x, i):
+    return x * T[i]
 """
 
 
@@ -317,6 +324,10 @@ def ratio(x, y):
         (("check", "loop", "--at", "x=0.5,n=4"), "leave it out with --wrt"),
         (("check", "ratio", "--at", "x=1,y=0"), "ZeroDivisionError"),
         (("explain", "loop", "--at", "x=0.5,n=4.0"), "TypeError"),
+        # An IndexError is the function failing there too: the point and the line, as above.
+        (("explain", "lookup", "--at", "x=1.5,i=5", "--wrt", "x"), "IndexError: tuple index"),
+        (("explain", "lookup", "--at", "x=1.5,i=5", "--wrt", "x"), "at x=1.5,i=5, in line 20"),
+        (("check", "lookup", "--at", "x=1.5,i=5", "--wrt", "x"), "at x=1.5,i=5"),
     ],
 )
 def test_a_function_failing_at_the_point_is_an_error_not_a_crash(tmp_path, capsys, args, fragment):

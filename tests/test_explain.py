@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from adcompile import explain, grad
+from adcompile import explain, grad, hessian, jacobian
 from adcompile.cli import main
 from adcompile.explain import JSON_SCHEMA, Explanation
 from tests.corpus.control_flow import GROUPS
@@ -448,3 +448,10 @@ def weighted(x, y):
 def test_explaining_a_gradient_explains_its_partials():
     """explain(grad(f, wrt="y")) explained every partial, ignoring the gradient's wrt."""
     assert explain(grad(weighted, wrt="y"), 2.0, 3.0).gradient == {"y": 12.0}
+
+
+@pytest.mark.parametrize("transform", [jacobian, hessian])
+def test_explaining_a_jacobian_or_hessian_says_what_to_explain(transform):
+    """It was an UnsupportedSyntaxError located in adcompile's own compose.py (*args)."""
+    with pytest.raises(TypeError, match=r"explain the function itself \(explain\(f, \.\.\.\)\)"):
+        explain(transform(weighted), 2.0, 3.0)

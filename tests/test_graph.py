@@ -143,3 +143,20 @@ def test_executed_graph_svg_of_a_loop(tmp_path):
     write_graph(executed_graph(explain(loop_and_branch, 0.5, 2.0)), out)
     texts = svg_texts(out)
     assert texts.count("x = x - 0.1 * sin(x) * a") == 3
+
+
+def test_a_layout_dot_gives_up_on_is_one_clear_error(tmp_path):
+    """Graphviz 2.43's dot fails on some layouts ("triangulation failed"): that was an
+    internal error with dot's output printed twice; now a GraphError naming what dot said."""
+    import graphviz
+
+    from adcompile.graph import GraphError, write_graph
+
+    class Unlaid:
+        def pipe(self, format: str, quiet: bool) -> bytes:
+            assert quiet  # dot's stderr goes into the message, not onto the terminal
+            raise graphviz.CalledProcessError(1, ["dot"], b"", b"Error: lost edge\n")
+
+    with pytest.raises(GraphError, match=r"could not lay out this graph \(Error: lost edge\)"):
+        write_graph(Unlaid(), tmp_path / "g.svg")
+    assert not (tmp_path / "g.svg").exists()
