@@ -120,6 +120,19 @@ class OwnedArrays:
         """A loop's header starts as ``source``: the same variable, so the same array."""
         self.roots[header] = self.root(source)
 
+    def merged(self, version: str, name: str, sources: list[str | None]) -> None:
+        """``version`` joins the versions of the user's ``name`` that two paths left (None:
+        not bound on that path): the one array they all hold, or an own array (or number)
+        if each path's is."""
+        roots = {self.root(source) for source in sources if source is not None}
+        if len(roots) == 1:
+            self.roots[version] = roots.pop()
+        elif all(root in self.numbers for root in roots):
+            self.own.add(version)
+            self.numbers.add(version)
+        elif all(self._owned_by(name, root) for root in roots):
+            self.own.add(version)
+
     def refusal(self, version: str, name: str) -> bool:
         """True if updating ``version`` (of the user's ``name``) in place could change another
         name's array."""

@@ -524,6 +524,8 @@ class Lowerer(ArrayLowering):
             left_block.append(Copy(new, Var(a) if a is not None else Const(None), line))
             right_block.append(Copy(new, Var(b) if b is not None else Const(None), line))
             merged[var] = new
+            if self.shared is not None:
+                self.shared.merged(new, var, [a, b])
         return merged
 
     def _stmt_For(self, stmt: ast.For) -> None:
@@ -699,7 +701,8 @@ class Lowerer(ArrayLowering):
         if not isinstance(value, _TUPLE_LIST):
             if self.array_mode and self._unpack_tree(target, value):
                 return
-            raise self._error(UnsupportedSyntaxError, value, messages.UNPACK_NON_LITERAL)
+            said = messages.UNPACK_CALL if isinstance(value, ast.Call) else None
+            raise self._error(UnsupportedSyntaxError, value, said or messages.UNPACK_NON_LITERAL)
         for elt in target.elts:
             self._check_name_target(elt)
         if len(target.elts) != len(value.elts):

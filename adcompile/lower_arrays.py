@@ -135,11 +135,18 @@ def _helper_uses_numpy(helper: object, seen: set[int]) -> bool:
 
 
 def _on_local_name(node: ast.Attribute | ast.Subscript, local: set[str]) -> bool:
-    """``x.T``, ``x.sum``, ``params["W1"]``: an attribute or constant key of a local."""
+    """``x.T``, ``x.sum``, ``params["W1"]``: an attribute or constant key of a local; or an
+    attribute of a computed value (``(x ** 2).sum``), which only arrays have here."""
     value = node.value
+    if node.__class__ is ast.Attribute and value.__class__ not in _NAMED_OR_CONSTANT:
+        return True
     if value.__class__ is not ast.Name or value.id not in local:
         return False
     return node.__class__ is ast.Attribute or _constant_key(node.slice) is not None
+
+
+# Attributes of these are modules' (`math.pi`, `np.linalg.det`) or literals' (`(1.0).real`).
+_NAMED_OR_CONSTANT = (ast.Name, ast.Attribute, ast.Constant)
 
 
 def _numpy_available() -> bool:

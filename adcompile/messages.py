@@ -60,6 +60,11 @@ UNPACK_NON_LITERAL = (
     "tuple unpacking is supported only from a literal tuple (`a, b = e1, e2`); "
     "assign each name on its own line"
 )
+UNPACK_CALL = (
+    "tuple unpacking is supported only from a literal tuple (`a, b = e1, e2`), not from a "
+    "call: a function returning several values is not supported yet; write one function "
+    "per value (`d1 = d1_of(...)`, `d2 = d2_of(...)`)"
+)
 UNPACK_LENGTH = "the number of names and values in this tuple assignment differ"
 CALL_KEYWORDS = "keyword arguments are not supported in calls here; pass them positionally"
 CALL_STARRED = "`*args` in a call is not supported; pass each argument explicitly"

@@ -381,6 +381,43 @@ def alias_not_read_again(x, w):
     for i in range(3):
         acc += x * i
     return kept * 2.0 + np.sum(acc * x)
+
+
+def shared_after_the_merge(x):
+    if np.sum(x) > 0.0:
+        y = x * 2.0
+    else:
+        y = x * 3.0
+    z = y
+    y += x
+    return np.sum(z * x)
+
+
+def number_after_an_if(x, flag):
+    E = 0.0
+    if flag > 0:
+        E += np.sum(x)
+    E += np.sum(x**2)
+    return E
+
+
+def pair_energy(q, pos):
+    E = 0.0
+    for i in range(3):
+        for j in range(3):
+            if i == j:
+                continue
+            E += 0.5 * q[i] * q[j] / np.linalg.norm(pos[i] - pos[j])
+    return E
+
+
+def own_array_from_either_branch(x):
+    if np.sum(x) > 0.0:
+        y = x * 2.0
+    else:
+        y = np.zeros(3)
+    y += x
+    return np.sum(y * x)
 """
 
 
@@ -398,6 +435,7 @@ def test_updating_in_place_an_array_another_name_may_hold_is_refused(tmp_path: P
         ("either_branch", "y *= ..."),
         ("shared_by_the_next_iteration", "cur += ..."),
         ("rebound_to_a_parameter", "y += ..."),
+        ("shared_after_the_merge", "y += ..."),
     ]:
         with pytest.raises(UnsupportedSyntaxError, match=re.escape(update)) as caught:
             grad(getattr(module, name))
@@ -412,6 +450,21 @@ def test_updating_in_place_an_array_another_name_may_hold_is_refused(tmp_path: P
     check_gradient(fn, grad(fn, wrt=(0, 1)), (x, w), (0, 1))
     fn = module.parameter_updated_in_a_loop
     check_gradient(fn, grad(fn, wrt=(0, 1)), (x, 0.7), (0, 1))
+    # after an `if`, a number or an array each path made itself (refused before: the merged
+    # name counted as shared)
+    for flag in (1.0, -1.0):
+        check_gradient(
+            module.number_after_an_if, grad(module.number_after_an_if, wrt=(0,)), (x, flag), (0,)
+        )
+    positions = np.array([[0.0, 0.0], [1.0, 0.5], [-0.5, 1.5]])
+    check_gradient(module.pair_energy, grad(module.pair_energy, wrt=(0, 1)), (x, positions), (0, 1))
+    for point in (x, -x):
+        check_gradient(
+            module.own_array_from_either_branch,
+            grad(module.own_array_from_either_branch, wrt=(0,)),
+            (point,),
+            (0,),
+        )
 
 
 # ----- returned gradients are arrays of their own ----------------------------------------------
@@ -911,3 +964,17 @@ def test_a_zero_adjoint_of_a_folded_temporary_stays_a_number(tmp_path: Path) -> 
     x = np.array([0.5, -1.0, 2.0])
     for passes in (True, ["simplify", "dead_code"], ["simplify", "inline"], False):
         check_gradient(fn, grad(fn, wrt=(0,), optimize=passes), (x,), (0,))
+
+
+def test_a_method_of_a_computed_array_makes_array_code(tmp_path: Path) -> None:
+    """`(x ** 2).sum()` in a function that never names np: it was compiled as scalar code
+    and refused ("attribute access is supported only on modules")."""
+    fn = function_from_source(
+        tmp_path,
+        """
+        def f(p, y):
+            return ((p - y) ** 2).mean() + (p ** 2).sum()
+        """,
+    )
+    p, y = np.array([0.5, -1.0, 2.0]), np.array([1.5, 0.25, -0.5])
+    check_gradient(fn, grad(fn, wrt=(0, 1)), (p, y), (0, 1))
