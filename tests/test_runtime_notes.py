@@ -66,6 +66,18 @@ def test_zero_division_in_the_adjoint():
     ]
 
 
+def test_a_second_derivative_names_the_generated_code_it_read():
+    """grad(grad(f)) and hessian(f) run code compiled from the generated f_grad: their line
+    numbers are that code's. The note said "line 12 of from root in test_runtime_notes.py"."""
+    from adcompile import hessian
+
+    for second in (grad(grad(root)), hessian(root)):
+        with pytest.raises(ZeroDivisionError) as info:
+            second(0.0)
+        (note,) = info.value.__notes__
+        assert f" of the generated root_grad (from root in {FILE}): " in note, note
+
+
 def test_zero_division_in_the_forward_sweep():
     with pytest.raises(ZeroDivisionError) as info:
         grad(quotient)(1.0, 0.0)
