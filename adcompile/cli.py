@@ -165,6 +165,17 @@ def _wrt_argument(wrt: tuple[str, ...] | None) -> Any:
     return wrt[0] if wrt is not None and len(wrt) == 1 else wrt
 
 
+def _requested_wrt(args: argparse.Namespace) -> Any:
+    """``--wrt``; without it, the ``wrt`` of a module's ``@grad(wrt=...)`` target (as the
+    module's own name computes), else every parameter."""
+    if args.wrt is not None:
+        return _wrt_argument(parse_wrt(args.wrt))
+    where, func = parse_target(args.target)
+    module = sys.modules.get(where)  # imported by load_target; a file is read, not run
+    recipe = getattr(getattr(module, func, None), "adcompile_recipe", None)
+    return None if recipe is None else recipe.wrt
+
+
 def highlight(text: str, stream: Any) -> str:
     """Syntax-highlight Python text when ``stream`` is a terminal and pygments is present."""
     if not getattr(stream, "isatty", lambda: False)():
@@ -181,7 +192,7 @@ def highlight(text: str, stream: Any) -> str:
 def command_dump(args: argparse.Namespace) -> int:
     """Print the generated gradient module (``--annotate``: beside the primal source)."""
     fs = load_target(args.target)
-    text, _ = generate_source(fs, _wrt_argument(parse_wrt(args.wrt)), mode=args.mode)
+    text, _ = generate_source(fs, _requested_wrt(args), mode=args.mode)
     if args.annotate:
         from .explain import annotate
 
@@ -204,7 +215,7 @@ def _explained(args: argparse.Namespace, required: bool) -> tuple[FunctionSource
 
     fs = load_target(args.target)
     _scalar_only(fs, args.command)
-    wrt = _wrt_argument(parse_wrt(args.wrt))
+    wrt = _requested_wrt(args)
     if args.at is None:
         if required:
             raise UsageError("explain needs a point: --at NAME=VALUE,... (e.g. --at x=4,y=-3)")
@@ -272,7 +283,7 @@ def command_check(args: argparse.Namespace) -> int:
     """Compare the generated gradient with SymPy's partials; exit 1 on a mismatch."""
     fs = load_target(args.target)
     _scalar_only(fs, "check")
-    wrt = _wrt_argument(parse_wrt(args.wrt))
+    wrt = _requested_wrt(args)
     text, name = generate_source(fs, wrt)
     gradient = load_module(text, f"{name} (check)")[name]
     given = args.at is not None

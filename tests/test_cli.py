@@ -533,6 +533,23 @@ def test_a_decorated_target_is_its_wrapper_not_the_wrapped_body(capsys, tmp_path
     assert "| 6.0      | 6.0 |" in out  # d(2 x^2)/dx at 1.5, not 3.0
 
 
+def test_a_grad_target_keeps_its_own_wrt(capsys, tmp_path, monkeypatch):
+    """`@grad(wrt="y") def f` in a module: the CLI explained and dumped every partial."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "cli_wrt_y.py").write_text(
+        "import math\n\nfrom adcompile import grad\n\n\n@grad(wrt='y')\n"
+        "def f(x, y):\n    return math.sin(x * y) + y\n"
+    )
+    assert main(["explain", "cli_wrt_y:f", "--at", "x=1,y=2"]) == 0
+    out = capsys.readouterr().out
+    assert "df/dy" in out and "df/dx" not in out
+    assert main(["dump", "cli_wrt_y:f"]) == 0
+    assert '"""Return df/dy."""' in capsys.readouterr().out
+    assert main(["explain", "cli_wrt_y:f", "--at", "x=1,y=2", "--wrt", "x"]) == 0
+    assert "df/dx" in capsys.readouterr().out  # --wrt still chooses
+
+
 def test_a_mismatch_in_a_function_with_floor_division_is_shown(capsys, tmp_path):
     """The one-sided mpmath retry cannot run `//`: its TypeError hid the MISMATCH table."""
 
