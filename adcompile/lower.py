@@ -560,8 +560,11 @@ class Lowerer(ArrayLowering):
         rebinds = index is not None and index in assigned
         carried = sorted(assigned - ({index} if index and not rebinds else set()))
         entry, headers = [], []
+        starts_unbound = set()  # headers of variables the loop binds first
         for var in carried:
             header = self.names.fresh(var)
+            if var not in self.env:
+                starts_unbound.add(header)
             # A variable first bound inside the loop starts as None, so that merges of paths
             # that did not bind it yet read a defined name (as Python would never read it).
             source = Var(self.env[var]) if var in self.env else Const(None)
@@ -603,6 +606,11 @@ class Lowerer(ArrayLowering):
         ]
         if self.shared is not None:
             self._check_updates_across_iterations(back_edges)
+            for edge in back_edges:  # after the loop, such a header holds what the body left
+                if edge.target in starts_unbound:
+                    self.shared.merged(
+                        edge.target, self.names.bases[edge.target], [edge.source.name]
+                    )
         exit_when = None
         if exit_test is not None:
             exit_when, _ = self._rewrite_opaque(exit_test.test)

@@ -411,6 +411,21 @@ def pair_energy(q, pos):
     return E
 
 
+def first_bound_in_a_loop(x):
+    for k in range(2):
+        t = x * 2.0
+    t += x
+    return np.sum(t * x)
+
+
+def first_bound_in_a_loop_and_shared(x):
+    for k in range(2):
+        t = x * 2.0
+        u = t
+    t += x
+    return np.sum(u * x)
+
+
 def own_array_from_either_branch(x):
     if np.sum(x) > 0.0:
         y = x * 2.0
@@ -436,6 +451,7 @@ def test_updating_in_place_an_array_another_name_may_hold_is_refused(tmp_path: P
         ("shared_by_the_next_iteration", "cur += ..."),
         ("rebound_to_a_parameter", "y += ..."),
         ("shared_after_the_merge", "y += ..."),
+        ("first_bound_in_a_loop_and_shared", "t += ..."),
     ]:
         with pytest.raises(UnsupportedSyntaxError, match=re.escape(update)) as caught:
             grad(getattr(module, name))
@@ -458,6 +474,8 @@ def test_updating_in_place_an_array_another_name_may_hold_is_refused(tmp_path: P
         )
     positions = np.array([[0.0, 0.0], [1.0, 0.5], [-0.5, 1.5]])
     check_gradient(module.pair_energy, grad(module.pair_energy, wrt=(0, 1)), (x, positions), (0, 1))
+    fn = module.first_bound_in_a_loop
+    check_gradient(fn, grad(fn, wrt=(0,)), (x,), (0,))
     for point in (x, -x):
         check_gradient(
             module.own_array_from_either_branch,
