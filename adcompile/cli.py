@@ -204,8 +204,8 @@ def command_dump(args: argparse.Namespace) -> int:
 
 # What the user's function (or its gradient) raises when it fails at a point: reported with
 # the point and adcompile's note naming the line. IndexError/KeyError (`T[i]` out of range)
-# are LookupErrors.
-_RUN_FAILURES = (ArithmeticError, ValueError, TypeError, LookupError)
+# are LookupErrors; a variable not bound on the path taken is an UnboundLocalError.
+_RUN_FAILURES = (ArithmeticError, ValueError, TypeError, LookupError, UnboundLocalError)
 
 
 def _explained(args: argparse.Namespace, required: bool) -> tuple[FunctionSource, Any]:

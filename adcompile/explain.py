@@ -58,6 +58,7 @@ from .optimize import simplify
 from .reverse import Activity, analyze_activity
 from .rules import Rule
 from .source import FunctionSource, load_function
+from .unbound import unbound_message
 
 FORWARD = "forward"
 BACKWARD = "backward"
@@ -525,6 +526,10 @@ class _Interpreter:
 
     def opaque(self, stmt: Opaque) -> None:
         value = self._evaluate(stmt.expr)
+        if stmt.unbound is not None:  # a read Python would refuse on this path: no row
+            if value:
+                raise UnboundLocalError(unbound_message(stmt.unbound))
+            return
         shown = self._relabel(stmt.expr, numbers=False)
         numbers = self._relabel(stmt.expr, numbers=True)
         self.env[stmt.target] = value

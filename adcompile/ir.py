@@ -105,6 +105,9 @@ class Opaque:
     otherwise it is the error to raise should a derivative ever need to flow through it.
     An ``effect`` is a call made for what it does (a check that raises), not for its value:
     it is kept, and written as a bare call; ``target`` then names nothing that is read.
+    With ``unbound`` (a user's variable), the effect is the check ``unbound.py`` asks for:
+    ``expr`` tests that the variable holds the placeholder None, and the statement is written
+    ``if <expr>: raise UnboundLocalError(...)``.
     """
 
     target: str
@@ -113,6 +116,7 @@ class Opaque:
     line: Line
     no_rule: Exception | None = None
     effect: bool = False
+    unbound: str | None = None
 
 
 @dataclass

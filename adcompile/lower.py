@@ -59,6 +59,7 @@ from .source import (
     literal_value,
     load_function,
 )
+from .unbound import checked_name, maybe_unbound_reads
 
 BINARY_OPERATORS: dict[type[ast.operator], Callable[..., object]] = {
     ast.Add: operator.add,
@@ -291,6 +292,9 @@ class Lowerer(ArrayLowering):
         # Set by lower_function for jacobians and jvp/vjp: a final ``return a, b`` is allowed.
         self.tuple_output = False
         self.outputs: list[str] | None = None
+        # Reads of the user's locals that some path leaves unbound, and the checks made.
+        self.unbound_reads: set[tuple[int, int, str]] = set()
+        self.bound_checks: set[tuple[int, str]] = set()
 
     # ----- entry point -------------------------------------------------------------------
     def lower(self) -> CoreFunction:
@@ -301,6 +305,7 @@ class Lowerer(ArrayLowering):
         body = self._function_body(node)
         self._check_returns(body)
         self._check_local_functions(body)
+        self._find_unbound_reads(body)
         body = Desugar(self.names).function_body(body)
         self.locals = set(params) | assigned_names(body)
         self.math_alias = self._choose_math_alias()
@@ -489,6 +494,12 @@ class Lowerer(ArrayLowering):
 
     # ----- control flow ------------------------------------------------------------------
     def _stmt_If(self, stmt: ast.If) -> None:
+        checked = checked_name(stmt)
+        if checked is not None:  # generated code read again: a check `_check_bound` wrote
+            test, name = checked
+            rewritten, reads = self._rewrite_opaque(test)
+            self._append_bound_check(rewritten, frozenset(reads), name, stmt.lineno)
+            return
         cond = self.names.numbered("cond")
         self._opaque(stmt.test, cond)
         before = dict(self.env)
@@ -848,6 +859,31 @@ class Lowerer(ArrayLowering):
         for name in new_locals:
             self.env.pop(name, None)
 
+    def _find_unbound_reads(self, body: list[ast.stmt]) -> None:
+        """The user's reads that some path leaves unbound (before desugaring adds flags)."""
+        params = self.fs.param_names()
+        self.unbound_reads = maybe_unbound_reads(body, params, assigned_names(body) - set(params))
+
+    def _check_bound(self, name: str, version: str, line: int) -> None:
+        """Before a read of ``name`` that some path leaves unbound (``unbound.py``): raise
+        UnboundLocalError where it holds the placeholder None, as Python would."""
+        key = (id(self.block), version)
+        if key in self.bound_checks:  # checked already, earlier in this block
+            return
+        self.bound_checks.add(key)
+        test = ast.Compare(
+            left=ast.Name(id=version, ctx=ast.Load()),
+            ops=[ast.Is()],
+            comparators=[ast.Constant(None)],
+        )
+        self._append_bound_check(test, frozenset({version}), name, line)
+
+    def _append_bound_check(
+        self, test: ast.expr, reads: frozenset[str], name: str, line: int
+    ) -> None:
+        target = self.names.numbered("check")  # names nothing that is read
+        self.block.append(Opaque(target, test, reads, line, effect=True, unbound=name))
+
     def _check_not_empty(self, kind: str, empty: ast.expr, reads: set[str], line: int) -> None:
         """``min``/``max`` of nothing raises ValueError in Python; so does ``min(())``."""
         fail = builtin_call(kind, ast.Tuple(elts=[], ctx=ast.Load()))
@@ -1031,6 +1067,7 @@ class Lowerer(ArrayLowering):
         self.locals = set(self.fs.param_names()) | assigned_names(body)
         self._check_returns(body)
         self._check_local_functions(body)
+        self._find_unbound_reads(body)
         # The flags desugaring adds (`returned`, `broke`, ...) must not be the callee's names:
         # the shared table was filled from the caller's source only.
         for word in function_identifiers(self.fs.node):
@@ -1101,7 +1138,10 @@ class Lowerer(ArrayLowering):
         if node.id in self.locals:
             if node.id not in self.env:
                 raise self._error(UnsupportedSyntaxError, node, messages.unbound_local(node.id))
-            return Var(self.env[node.id])
+            version = self.env[node.id]
+            if (node.lineno, node.col_offset, node.id) in self.unbound_reads:
+                self._check_bound(node.id, version, node.lineno)
+            return Var(version)
         scope = self.closure
         while scope is not None and node.id not in scope.locals:
             scope = scope.closure  # a def nested in a nested def reads the outermost too

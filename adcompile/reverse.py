@@ -36,6 +36,7 @@ from .overlay import SetOverlay
 from .rules import Rule
 from .shapes import shape_facts
 from .statics import fold_static_tests
+from .unbound import unbound_message
 
 FORWARD = "forward"
 ADJOINT = "adjoint"
@@ -222,6 +223,14 @@ def assign(target: str, value: ast.expr, line: int, sweep: str) -> ast.stmt:
 
 def opaque_statement(stmt: Opaque, sweep: str) -> ast.stmt:
     """``target = expr`` for a value without derivative; a bare call for an effect."""
+    if stmt.unbound is not None:
+        error = ast.Call(
+            func=ast.Name(id="UnboundLocalError", ctx=ast.Load()),
+            args=[ast.Constant(value=unbound_message(stmt.unbound))],
+            keywords=[],
+        )
+        check = ast.If(test=clone(stmt.expr), body=[ast.Raise(exc=error, cause=None)], orelse=[])
+        return tag(check, stmt.line, sweep)
     if stmt.effect:
         return tag(ast.Expr(value=clone(stmt.expr)), stmt.line, sweep)
     return assign(stmt.target, clone(stmt.expr), stmt.line, sweep)

@@ -1,0 +1,175 @@
+"""Reads of local variables that may be unbound on some path (Python raises UnboundLocalError).
+
+``if x > 0: y = ...`` followed by ``return y * 2.0`` fails in Python where ``x <= 0``, and so
+does reading ``last`` after ``for i in range(n): last = ...`` when ``n == 0``. The generated
+code binds a placeholder (None) on such paths, so that merges of paths can copy the name;
+a gradient that never needs the value would then return a number where the function
+raises. This definite-assignment pass over the user's own source finds those reads; the
+lowering puts a check before each one (``if y is None: raise UnboundLocalError(...)``).
+
+The analysis follows Python's control flow: a path that returns, breaks or continues does
+not reach the statements after it, and a loop's body may run zero times (except
+``while True``, which is left only by ``break``).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+
+# A position in the user's file: (line, column, name) of a Name node that is read.
+Read = tuple[int, int, str]
+# The names surely bound at a point; None where the point cannot be reached.
+Bound = frozenset[str] | None
+
+
+def unbound_message(name: str) -> str:
+    """Python's own message for reading the unbound local ``name``."""
+    return f"cannot access local variable {name!r} where it is not associated with a value"
+
+
+_MESSAGE = re.compile(
+    r"cannot access local variable '(\w+)' where it is not associated with a value"
+)
+
+
+def checked_name(stmt: ast.stmt) -> tuple[ast.expr, str] | None:
+    """``(test, name)`` for a generated check ``if <test>: raise UnboundLocalError(msg)``
+    (generated code read again), else None."""
+    if not (isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1):
+        return None
+    raised = stmt.body[0]
+    if not (isinstance(raised, ast.Raise) and isinstance(raised.exc, ast.Call)):
+        return None
+    call = raised.exc
+    if not (isinstance(call.func, ast.Name) and call.func.id == "UnboundLocalError"):
+        return None
+    if len(call.args) != 1 or not isinstance(call.args[0], ast.Constant):
+        return None
+    match = _MESSAGE.fullmatch(str(call.args[0].value))
+    return (stmt.test, match.group(1)) if match else None
+
+
+def maybe_unbound_reads(body: list[ast.stmt], params: Iterable[str], local: set[str]) -> set[Read]:
+    """The reads in ``body`` of names in ``local`` that some path leaves unbound."""
+    analysis = _Analysis(local)
+    analysis.block(body, frozenset(params))
+    return analysis.flagged
+
+
+def _meet(a: Bound, b: Bound) -> Bound:
+    """Where two paths join: bound on both (an unreachable path adds no constraint)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a & b
+
+
+class _Analysis:
+    def __init__(self, local: set[str]) -> None:
+        self.local = local
+        self.flagged: set[Read] = set()
+        self.breaks: list[Bound] = []  # per enclosing loop: bound where a `break` leaves it
+
+    def block(self, body: list[ast.stmt], bound: Bound) -> Bound:
+        for stmt in body:
+            if bound is None:
+                return None  # after return/break/continue: nothing here runs
+            bound = self.statement(stmt, bound)
+        return bound
+
+    def statement(self, stmt: ast.stmt, bound: frozenset[str]) -> Bound:
+        cls = stmt.__class__
+        if cls is ast.If:
+            self.reads(stmt.test, bound)
+            return _meet(self.block(stmt.body, bound), self.block(stmt.orelse, bound))
+        if cls is ast.For:
+            self.reads(stmt.iter, bound)
+            return self.loop(stmt, bound | _targets(stmt.target), bound)
+        if cls is ast.While:
+            self.reads(stmt.test, bound)
+            forever = isinstance(stmt.test, ast.Constant) and bool(stmt.test.value)
+            return self.loop(stmt, bound, None if forever else bound)
+        if cls is ast.Return:
+            if stmt.value is not None:
+                self.reads(stmt.value, bound)
+            return None
+        if cls is ast.Break:
+            self.breaks[-1] = _meet(self.breaks[-1], bound) if self.breaks else None
+            return None
+        if cls is ast.Continue:
+            return None
+        if cls is ast.AugAssign:
+            self.reads(stmt.target, bound, load_too=True)
+            self.reads(stmt.value, bound)
+            return bound | _targets(stmt.target)
+        if cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            return bound | {stmt.name}  # its body runs when called, with its own scope
+        for child in ast.iter_child_nodes(stmt):  # Assign, AnnAssign, Expr, ...
+            if isinstance(child, ast.expr) and not _is_store(child):
+                self.reads(child, bound)
+        return bound | _assigned_by(stmt)
+
+    def loop(self, stmt: ast.For | ast.While, entry: frozenset[str], exit_: Bound) -> Bound:
+        """A loop whose body starts with ``entry`` bound and whose test fails with ``exit_``
+        bound (None: it never fails). The body's second round starts with at least
+        ``entry``, so one pass over the body finds every read."""
+        self.breaks.append(None)
+        self.block(stmt.body, entry)
+        broke = self.breaks.pop()
+        after_test = self.block(stmt.orelse, exit_) if exit_ is not None else None
+        return _meet(after_test, broke)
+
+    def reads(self, expr: ast.expr, bound: frozenset[str], load_too: bool = False) -> None:
+        for node in _loads(expr, load_too):
+            if node.id in self.local and node.id not in bound:
+                self.flagged.add((node.lineno, node.col_offset, node.id))
+
+
+def _loads(expr: ast.expr, load_too: bool) -> Iterable[ast.Name]:
+    """The names an expression reads, outside nested functions and comprehensions' own
+    variables (those are bound by the comprehension itself)."""
+    stack: list[ast.AST] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load) or load_too:
+                yield node
+        elif isinstance(node, ast.Lambda):
+            continue
+        elif isinstance(node, ast.GeneratorExp | ast.ListComp | ast.SetComp | ast.DictComp):
+            own = set().union(*(_targets(g.target) for g in node.generators))
+            stack.append(node.generators[0].iter)  # evaluated in the enclosing scope
+            stack.extend(n for n in ast.walk(node) if _reads_outer(n, own, node))
+        else:
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _reads_outer(node: ast.AST, own: set[str], comprehension: ast.AST) -> bool:
+    """A name inside a comprehension (past its first iterable) that is not its own."""
+    first_iter = comprehension.generators[0].iter
+    inside_first = any(node is n for n in ast.walk(first_iter))
+    return (
+        isinstance(node, ast.Name)
+        and isinstance(node.ctx, ast.Load)
+        and node.id not in own
+        and not inside_first
+    )
+
+
+def _is_store(expr: ast.expr) -> bool:
+    return isinstance(getattr(expr, "ctx", None), ast.Store)
+
+
+def _targets(target: ast.expr) -> frozenset[str]:
+    return frozenset(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+
+
+def _assigned_by(stmt: ast.stmt) -> frozenset[str]:
+    if isinstance(stmt, ast.Assign):
+        return frozenset().union(*(_targets(t) for t in stmt.targets))
+    if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        return _targets(stmt.target)
+    return frozenset()

@@ -1,0 +1,143 @@
+"""A variable read where some path leaves it unbound: the gradient raises as Python does.
+
+``grad`` used to return 0.0 there (the forward value was dead code for the gradient), and
+the unoptimised code and ``explain`` raised a TypeError about None, a value the user never
+wrote. The references are Python itself (the function raises UnboundLocalError) and closed
+forms where the variable is bound.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import numpy as np
+import pytest
+
+from adcompile import explain, grad, jvp, value_and_grad
+from adcompile.cli import main
+from adcompile.unbound import maybe_unbound_reads
+from tests.helpers import module_from_source
+
+SOURCE = """
+import numpy as np
+
+
+def branch_only(x):
+    if x > 0:
+        y = x * 3.0
+    return y * 2.0
+
+
+def after_a_loop(x, n):
+    for i in range(n):
+        last = x * i
+    return last * 2.0 + x
+
+
+def array_branch(x):
+    if np.sum(x) > 0.0:
+        y = x * 3.0
+    return np.sum(y * y)
+
+
+def early_return(x):
+    if x < 0:
+        return 0.0
+    y = x * 2.0
+    if y > 1.0:
+        return y
+    z = y * 3.0
+    return z
+
+
+def left_by_break(x):
+    while True:
+        y = x * 2.0
+        if y > 0.0:
+            break
+        x = x + 1.0
+    return y
+"""
+
+
+@pytest.fixture(scope="module")
+def module(tmp_path_factory):
+    return module_from_source(tmp_path_factory.mktemp("unbound"), SOURCE)
+
+
+def _flagged(code: str, params: tuple[str, ...] = ("x",)) -> set[str]:
+    """The names whose reads the analysis flags in the body of ``def f(x)``."""
+    body = ast.parse(textwrap.dedent(code)).body
+    stored = (n for n in ast.walk(ast.Module(body, [])) if isinstance(n, ast.Name))
+    local = {n.id for n in stored if isinstance(n.ctx, ast.Store)}
+    return {name for _, _, name in maybe_unbound_reads(body, params, local - set(params))}
+
+
+@pytest.mark.parametrize(
+    ("code", "flagged"),
+    [
+        ("if x > 0:\n    y = x\nreturn y", {"y"}),
+        ("if x > 0:\n    y = x\nelse:\n    y = -x\nreturn y", set()),
+        ("if x > 0:\n    return x\ny = x\nreturn y", set()),  # the returning path never gets there
+        ("for i in range(3):\n    last = x\nreturn last + i", {"last", "i"}),  # zero rounds
+        ("for i in range(3):\n    s += x\n    s = 0.0\nreturn x", {"s"}),
+        ("while True:\n    y = x\n    if y > 0:\n        break\nreturn y", set()),
+        ("while x > 0:\n    y = x\n    break\nelse:\n    y = 1.0\nreturn y", set()),
+        ("s = sum(x * k for k in range(3))\nreturn s", set()),  # k is the generator's own
+        ("for i in range(3):\n    if i > 0:\n        s = p\n    p = x\nreturn x", {"p"}),
+    ],
+)
+def test_the_analysis_flags_reads_some_path_leaves_unbound(code, flagged):
+    assert _flagged(code) == flagged
+
+
+@pytest.mark.parametrize(
+    ("name", "unbound_at", "bound_at", "expected"),
+    [
+        ("branch_only", (-1.0,), (1.5,), 6.0),
+        ("after_a_loop", (1.5, 0), (1.5, 3), 2.0 * 2 + 1.0),  # d/dx (2 x (n - 1) + x)
+    ],
+)
+def test_every_transform_raises_where_python_does(module, name, unbound_at, bound_at, expected):
+    fn = getattr(module, name)
+    with pytest.raises(UnboundLocalError) as python:
+        fn(*unbound_at)
+    line = python.traceback[-1].lineno + 1  # the user's line Python failed on
+    transforms = {
+        "reverse": grad(fn, wrt=0),
+        "forward": grad(fn, wrt=0, mode="forward"),
+        "unoptimised": grad(fn, wrt=0, optimize=False),
+        "value_and_grad": value_and_grad(fn, wrt=0),
+        "second derivative": grad(grad(fn, wrt=0), wrt=0),
+        "jvp": lambda *a: jvp(fn, a, (1.0,) + (0,) * (len(a) - 1)),
+        "explain": lambda *a: explain(fn, *a),
+    }
+    for label, transform in transforms.items():
+        with pytest.raises(UnboundLocalError, match=str(python.value)) as caught:
+            transform(*unbound_at)
+        if label not in ("second derivative", "explain"):
+            assert f"in line {line} of " in caught.value.__notes__[0], label
+    assert grad(fn, wrt=0)(*bound_at) == expected
+    assert grad(fn, wrt=0, mode="forward")(*bound_at) == expected
+
+
+def test_an_array_variable_bound_in_one_branch(module):
+    x = np.array([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(grad(module.array_branch)(x), 18.0 * x)
+    with pytest.raises(UnboundLocalError):
+        grad(module.array_branch)(-x)
+
+
+def test_paths_python_proves_bound_get_no_check(module):
+    for fn in (module.early_return, module.left_by_break):
+        assert "UnboundLocalError" not in grad(fn).source
+    assert "UnboundLocalError" in grad(module.branch_only).source
+    assert grad(module.early_return)(0.7) == 2.0 and grad(module.left_by_break)(-1.3) == 2.0
+
+
+def test_the_cli_reports_it_as_the_function_failing_there(module, capsys):
+    assert main(["explain", f"{module.__file__}:branch_only", "--at", "x=-1"]) == 1
+    err = capsys.readouterr().err
+    assert "UnboundLocalError: cannot access local variable 'y'" in err
+    assert "internal error" not in err and "at x=-1, in line 8 of" in err
