@@ -41,6 +41,10 @@ TOO_NESTED = (
     "(a conditional expression nested about a hundred times?); compute the cases in "
     "separate statements, or as an if/elif chain"
 )
+TOO_MANY_LOOPS = (
+    "the generated code would nest loops deeper than Python's limit of 20 (\"too many "
+    "statically nested blocks\"); nest fewer loops (a helper's loops count: it is inlined)"
+)
 RETURN_NOTHING = "`return` needs a value: grad differentiates the returned number"
 EARLY_RETURN_TUPLE = (
     "several values are returned only by the function's last statement: an early `return` "

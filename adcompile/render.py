@@ -196,17 +196,22 @@ def _constant_literal(value: object) -> ast.expr:
 
 # Python's tokenizer takes at most 100 levels of indentation; the function body is one.
 _MAX_BLOCK_DEPTH = 98
+# Python's compiler takes at most 20 nested loops and `try` blocks (CO_MAXBLOCKS); the
+# module that runs wraps each body in a `try` (notes.py), which leaves 19 for loops.
+_MAX_LOOP_DEPTH = 19
 
 
-def _block_depth(statements: list[ast.stmt]) -> int:
-    """How deep the blocks of ``statements`` nest (0 for none)."""
+def _block_depth(statements: list[ast.stmt], counted: tuple[type, ...] = ()) -> int:
+    """How deep the blocks of ``statements`` nest (0 for none); with ``counted``, how many
+    statements of those kinds enclose one another at most."""
     deepest, stack = 0, [(s, 1) for s in statements if isinstance(s, BLOCK_STATEMENTS)]
     while stack:  # compound statements only: most are simple, and hold no block
         stmt, depth = stack.pop()
         deepest = max(deepest, depth)
+        step = 1 if not counted or isinstance(stmt, counted) else 0
         for field_name in block_fields(stmt.__class__):
             stack.extend(
-                (inner, depth + 1)
+                (inner, depth + step)
                 for inner in getattr(stmt, field_name)
                 if isinstance(inner, BLOCK_STATEMENTS)
             )
@@ -216,6 +221,8 @@ def _block_depth(statements: list[ast.stmt]) -> int:
 def _function_def(gen: GeneratedFunction) -> ast.FunctionDef:
     if _block_depth(gen.statements) > _MAX_BLOCK_DEPTH:
         raise UnsupportedSyntaxError(messages.TOO_NESTED, gen.source.locate(gen.source.node))
+    if _block_depth(gen.statements, (ast.For, ast.While)) > _MAX_LOOP_DEPTH:
+        raise UnsupportedSyntaxError(messages.TOO_MANY_LOOPS, gen.source.locate(gen.source.node))
     doc = ast.Expr(value=ast.Constant(value=gen.purpose))
     body = [doc, *_with_comments(gen.statements, gen.source)]
     body.append(ast.Return(value=gen.returns))

@@ -596,6 +596,25 @@ def test_a_hundred_nested_conditional_expressions_are_refused_clearly(tmp_path: 
         grad(fn)
 
 
+def _nested_loops(depth: int) -> str:
+    lines, indent = ["def f(x):", "    s = 0.0"], "    "
+    for level in range(depth):
+        lines.append(f"{indent}for i{level} in range(2):")
+        indent += "    "
+    return "\n".join([*lines, f"{indent}s = s + x * x", "    return s"]) + "\n"
+
+
+def test_twenty_nested_loops_are_refused_clearly_and_nineteen_work(tmp_path: Path) -> None:
+    """Python compiles at most 20 nested loops; the running module's `try` takes one: 20
+    user loops gave a bare SyntaxError ("too many statically nested blocks") from grad."""
+    fn = function_from_source(tmp_path, _nested_loops(20))
+    with pytest.raises(UnsupportedSyntaxError, match="nest loops deeper than Python's limit"):
+        grad(fn)
+    source = _nested_loops(19).replace("range(2)", "range(1)")  # one pass: s = x * x
+    fn = function_from_source(tmp_path, source.replace("def f", "def g"), "g")
+    assert grad(fn)(1.5) == 3.0 and grad(fn, mode="forward")(1.5) == 3.0
+
+
 def test_inlining_that_doubles_at_each_level_stops_with_a_message(tmp_path: Path) -> None:
     """Each level calling the one below twice made 2**depth copies, with no end in sight."""
     lines = ["def h0(x, y):", "    return x * y + x"]
