@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import gc
 import inspect
 import numbers
@@ -23,7 +24,8 @@ from .depth import room_for_deep_expressions
 from .errors import UnsupportedSyntaxError
 from .floats import NO_FACTS, FloatFacts
 from .forward import build_forward_gradient, build_jvp
-from .ir import CoreFunction, If, Loop, Stmt
+from .in_place import scatter_in_place
+from .ir import CoreFunction, If, Loop, Stmt, helper_alias
 from .lower import is_array_code, lower_function
 from .optimize import choose_passes, finish_array_code
 from .optimize import optimize as run_passes
@@ -167,6 +169,9 @@ def generate(
     if core.array_mode:
         primal_of = _still_defined(body.primal_of, statements, assigned)
         statements = finish_array_code(statements, primal_of, core.numpy_alias)
+        if "scatter" in core.helpers:
+            into = functools.partial(helper_alias, core.helpers, core.names, "scatter_into")
+            scatter_in_place(statements, core.helpers["scatter"], into)
     if core.array_mode and mode == "reverse" and inner_kind != "jvp":
         inputs = [*core.params, *body.extra_params]
         grads = body.returns.elts[1] if inner_kind == "value_and_grad" else body.returns

@@ -931,6 +931,9 @@ class Lowerer(ArrayLowering):
         callee, shown = self._callee(node.func)
         if helper_name(callee) == "gradient_like" and self._assembled_gradient(node, target):
             return
+        if helper_name(callee) == "scatter_into" and len(node.args) == 4 and not node.keywords:
+            self._lower_into(self._scatter_sum(node), target)
+            return
         if helper_name(callee) == "split_adjoint" and len(node.args) == 3 and not node.keywords:
             self._split_pieces(node, target)
             return

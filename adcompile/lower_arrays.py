@@ -268,6 +268,15 @@ class ArrayLowering:
         self._variadic_call(call, target, rule, shown)
         return True
 
+    def _scatter_sum(self, node: ast.Call) -> ast.expr:
+        """``scatter_into(acc, g, x, i)`` read back: ``acc + scatter(g, x, i)``, the value it
+        computes (adding into ``acc`` in place is only how, ``in_place.py``)."""
+        acc, *rest = node.args
+        scatter = next(k for k, v in self.fs.namespace.items() if helper_name(v) == "scatter")
+        call = ast.Call(func=ast.Name(id=scatter, ctx=ast.Load()), args=rest, keywords=[])
+        total = ast.BinOp(left=acc, op=ast.Add(), right=ast.copy_location(call, node))
+        return ast.copy_location(total, node)
+
     def _split_pieces(self, node: ast.Call, target: str) -> None:
         """``parts = split_adjoint(g, (a, b), axis)`` read back: ``parts[i]`` is a primitive.
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import adcompile
-from adcompile import NoDerivativeError, UnsupportedSyntaxError, grad
+from adcompile import NoDerivativeError, UnsupportedSyntaxError, grad, hessian
 from tests.array_reference import (
     assert_grads_close,
     call_without_mutation,
@@ -996,3 +996,101 @@ def test_a_method_of_a_computed_array_makes_array_code(tmp_path: Path) -> None:
     )
     p, y = np.array([0.5, -1.0, 2.0]), np.array([1.5, 0.25, -0.5])
     check_gradient(fn, grad(fn, wrt=(0, 1)), (p, y), (0, 1))
+
+
+# ----- x[i] in a loop: the adjoint is added into the loop's own accumulator --------------------
+ITEM_LOOPS = """
+import numpy as np
+
+
+def recurrence(x, w):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s * w + x[i]
+    return s
+
+
+def rows(A, w):
+    s = 0.0
+    for i in range(A.shape[0]):
+        s = s + np.sum(np.tanh(A[i] @ w))
+    return s
+
+
+def item_and_whole(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + x[i] * np.sum(x)
+    return s
+
+
+def nested(x):
+    s = 0.0
+    for i in range(2):
+        for j in range(x.shape[0]):
+            s = s + np.sin(x[j]) * (i + 1.0)
+    return s
+"""
+
+
+def test_items_read_in_a_loop_are_added_in_place(tmp_path: Path) -> None:
+    """`b_x = b_x + scatter(g, x, i)` made two arrays the size of x per iteration: the
+    gradient grew with the square of the loop's length. Now `scatter_into` adds into the
+    loop's own accumulator. The values are unchanged: finite differences, and the Hessian
+    (which reads `scatter_into` back as the sum it computes) against a closed form."""
+    from tests.helpers import module_from_source
+
+    module = module_from_source(tmp_path, ITEM_LOOPS)
+    rng = np.random.default_rng(3)
+    x, A, w = rng.normal(size=6), rng.normal(size=(4, 3)), rng.normal(size=3)
+    for fn, args, wrt in [
+        (module.recurrence, (x, 0.7), (0, 1)),
+        (module.rows, (A, w), (0, 1)),
+        (module.nested, (x,), (0,)),
+    ]:
+        gradient = grad(fn, wrt=wrt)
+        assert "scatter_into(" in gradient.source, fn.__name__
+        check_gradient(fn, gradient, args, wrt)
+    # recurrence: s = sum(x[i] w^(n-1-i)), so d2s/dw dx[i] = (n-1-i) w^(n-2-i)
+    n, w0 = x.size, 0.7
+    mixed = hessian(module.recurrence)(x, w0)[0][1]
+    expected = [(n - 1 - i) * w0 ** (n - 2 - i) if i < n - 1 else 0.0 for i in range(n)]
+    np.testing.assert_allclose(mixed, expected, rtol=1e-13, atol=1e-15)
+
+
+def test_an_accumulator_read_elsewhere_in_the_loop_is_not_updated_in_place(tmp_path: Path) -> None:
+    from tests.helpers import module_from_source
+
+    module = module_from_source(tmp_path, ITEM_LOOPS)
+    gradient = grad(module.item_and_whole, wrt=(0,))
+    assert "scatter_into(" not in gradient.source  # b_x also takes np.sum's whole adjoint
+    check_gradient(module.item_and_whole, gradient, (np.linspace(-1.0, 2.0, 5),), (0,))
+
+
+@pytest.mark.parametrize(
+    ("dtype", "g", "index"),
+    [
+        (np.float64, 0.5, 2),
+        (np.float64, np.array([1.0, 2.0]), slice(1, 3)),
+        (np.float64, np.array([1.0, 2.0, 4.0]), np.array([0, 3, 0])),  # a repeated index
+        (np.float64, np.array([1.0, 2.0]), np.array([True, False, False, True, False])),
+        (np.float32, np.float32(0.5), 2),
+        (np.float32, 0.5, -1),
+        (np.float32, np.float64(0.5), 2),  # float64 into float32: a new float64 array
+        (np.int64, 0.5, 2),  # ints: a new float array
+    ],
+)
+def test_scatter_into_is_acc_plus_scatter(dtype, g, index) -> None:
+    from adcompile.rules.array_helpers import scatter, scatter_into
+
+    x = np.arange(5.0).astype(dtype)
+    acc = np.arange(5.0).astype(dtype) * 3
+    expected = acc + scatter(g, x, index)
+    before = acc.copy()
+    got = scatter_into(acc, g, x, index)
+    np.testing.assert_array_equal(got, expected)
+    assert got.dtype == expected.dtype
+    if got is not acc:  # a fallback leaves the accumulator as it was
+        np.testing.assert_array_equal(acc, before)
+    else:
+        assert got.dtype == dtype

@@ -58,13 +58,34 @@ def scatter(g, x, index):
             "over its items does) is not supported yet"
         )
     out = np.zeros(np.shape(x), dtype=np.result_type(x, g, 1.0))
-    parts = index if isinstance(index, tuple) else (index,)
-    if any(np.ndim(i) > 0 and np.asarray(i).dtype != bool for i in parts):
-        # Integer arrays may repeat an index: np.add.at adds once per occurrence.
+    if _may_repeat(index):  # np.add.at adds once per occurrence
         np.add.at(out, index, g)
     else:  # ints, slices, None, ... and masks select each element at most once
         out[index] = g
     return out
+
+
+def _may_repeat(index):
+    """Whether an index may select an element twice: it holds an integer array."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return any(np.ndim(i) > 0 and np.asarray(i).dtype != bool for i in parts)
+
+
+def scatter_into(acc, g, x, index):
+    """``acc + scatter(g, x, index)``, added into ``acc`` itself when it is an array of the
+    sum's shape and dtype: a reverse loop's own accumulator (``in_place.py``), so that each
+    ``x[i]`` read costs its item, not a new array the size of ``x``."""
+    if isinstance(acc, np.ndarray) and isinstance(x, np.ndarray) and acc.shape == x.shape:
+        if isinstance(g, float) and isinstance(index, int) and acc.dtype == np.float64:
+            acc[index] += g  # the common case, first: one number at one place
+            return acc
+        if acc.dtype == np.result_type(acc, x, g, 1.0):
+            if _may_repeat(index):
+                np.add.at(acc, index, g)
+            else:
+                acc[index] += g
+            return acc
+    return acc + scatter(g, x, index)
 
 
 def restore_axes(g, x, axis, keepdims):
@@ -481,6 +502,8 @@ HELPERS = {
     "unbroadcast": unbroadcast,
     "broadcast_like": broadcast_like,
     "scatter": scatter,
+    "_may_repeat": _may_repeat,
+    "scatter_into": scatter_into,
     "rebroadcast": rebroadcast,
     "restore_axes": restore_axes,
     "extreme_adjoint": extreme_adjoint,
@@ -527,7 +550,9 @@ for _name, _helper in HELPERS.items():
 HELPER_DEPENDENCIES = {
     "unbroadcast": (),
     "broadcast_like": (),
-    "scatter": (),
+    "scatter": ("_may_repeat",),
+    "_may_repeat": (),
+    "scatter_into": ("scatter", "_may_repeat"),
     "rebroadcast": ("unbroadcast",),
     "restore_axes": (),
     "extreme_adjoint": ("restore_axes",),
