@@ -19,6 +19,7 @@ from .astutil import (
     BLOCK_STATEMENTS,
     LOOP_STATEMENTS,
     TEST_BLOCKS,
+    block_fields,
     clone,
     collect_names,
     loads_in,
@@ -328,16 +329,42 @@ def eliminate_dead_code(
 
 
 def never_read(statements: list[ast.stmt], returns: ast.expr) -> frozenset[str]:
-    """Names the statements store to that no statement (nor the return) ever reads."""
-    stored = {
-        target.id
-        for stmt in statements_in(statements)
-        if isinstance(stmt, ast.Assign)
-        for target in stmt.targets
-        if isinstance(target, ast.Name)
-    }
-    read = _reads_and_updates(statements) | _reads(returns)
-    return frozenset(stored - read)
+    """Names the statements store to that nothing the function needs reads: not the return,
+    a test, a call made for its effect, nor (in turn) a store of a name those read. A loop's
+    copies that only feed each other (a flag carried from one iteration to the next that no
+    test reads) are such names, though each is read."""
+    stored: set[str] = set()
+    feeds: dict[str, set[str]] = {}  # name -> what its stores read
+    needed = set(_reads(returns))
+    for stmt in statements_in(statements):
+        cls = stmt.__class__
+        if cls is ast.Assign and all(isinstance(t, ast.Name | ast.Tuple) for t in stmt.targets):
+            names = stored_names(stmt)
+        elif cls is ast.AugAssign and stmt.target.__class__ is ast.Name:
+            feeds.setdefault(stmt.target.id, set()).update(_reads(stmt.value), (stmt.target.id,))
+            continue
+        else:  # a test, a loop's range, a call statement, a raise: needed as they stand
+            needed |= _own_reads(stmt)
+            continue
+        stored |= names
+        for name in names:
+            feeds.setdefault(name, set()).update(_reads(stmt.value))
+    pending = list(needed)
+    while pending:
+        for name in feeds.get(pending.pop(), ()):
+            if name not in needed:
+                needed.add(name)
+                pending.append(name)
+    return frozenset(stored - needed)
+
+
+def _own_reads(stmt: ast.stmt) -> set[str]:
+    """What a statement reads itself, without the blocks it holds."""
+    if isinstance(stmt, ast.If | ast.While):
+        return _reads(stmt.test)
+    if isinstance(stmt, ast.For):
+        return _reads(stmt.iter)
+    return _reads(stmt)
 
 
 def _reads_and_updates(statements: list[ast.stmt]) -> set[str]:
@@ -371,18 +398,31 @@ def _dead_loop(loop: ast.For | ast.While, live: set[str] | SetOverlay) -> bool:
     return not any(name in live for stmt in inner for name in stored_names(stmt))
 
 
-def _drop_unread_stores(loop: ast.For | ast.While, unread: frozenset[str]) -> None:
-    """Remove ``name = e`` for names never read, anywhere in the loop (nested blocks too)."""
-    for block_owner in statements_in([loop]):
-        for field in ("body", "orelse"):
-            block = getattr(block_owner, field, None)
-            if not isinstance(block, list) or not block or not isinstance(block[0], ast.stmt):
+def _drop_unread_stores(owner: ast.stmt, unread: frozenset[str]) -> None:
+    """Remove ``name = e`` for names never read, anywhere in the loop (nested blocks too),
+    and the ``if``s left with nothing to do (their tests are names: nothing runs)."""
+    for field in block_fields(owner.__class__):
+        kept = []
+        for stmt in getattr(owner, field):
+            if _stores_unread(stmt, unread):
                 continue
-            kept = [s for s in block if not _stores_unread(s, unread)]
-            setattr(block_owner, field, kept or [ast.Pass()])
+            if isinstance(stmt, BLOCK_STATEMENTS):
+                _drop_unread_stores(stmt, unread)
+            if isinstance(stmt, ast.If) and _does_nothing(stmt):
+                continue
+            kept.append(stmt)
+        setattr(owner, field, kept or ([ast.Pass()] if field == "body" else []))
+
+
+def _does_nothing(stmt: ast.If) -> bool:
+    """An ``if`` whose branches only ``pass``, on a test that calls nothing."""
+    blocks_pass = all(isinstance(s, ast.Pass) for s in [*stmt.body, *stmt.orelse])
+    return blocks_pass and not any(isinstance(n, ast.Call) for n in ast.walk(stmt.test))
 
 
 def _stores_unread(stmt: ast.stmt, unread: frozenset[str]) -> bool:
+    if isinstance(stmt, ast.AugAssign):  # its name's first store goes too
+        return isinstance(stmt.target, ast.Name) and stmt.target.id in unread
     return (
         isinstance(stmt, ast.Assign)
         and len(stmt.targets) == 1

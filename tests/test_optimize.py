@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from adcompile import grad
 from adcompile.optimize import (
@@ -144,6 +145,57 @@ def test_dead_code_in_a_loop_goes_only_if_nothing_anywhere_reads_it():
     out = eliminate_dead_code(statements, {"acc"}, unread)
     assert _text(out) == (
         "acc = 0.0\nfor i in range(3):\n    carried = s\n    s = carried + i\n    acc += s"
+    )
+
+
+def test_copies_that_only_feed_each_other_across_iterations_go():
+    statements = _adjoint_statements(
+        "flag = False\n"
+        "acc = 0.0\n"
+        "for i in range(3):\n"
+        "    flag_2 = flag\n"  # carried round the loop, and read only by these copies
+        "    if i > 1:\n"
+        "        flag_3 = True\n"
+        "    else:\n"
+        "        flag_3 = flag_2\n"
+        "    flag = flag_3\n"
+        "    keep = i > 0\n"  # read by a test: stays
+        "    if keep:\n"
+        "        acc += i\n"
+    )
+    unread = never_read(statements, ast.parse("acc", mode="eval").body)
+    assert unread == {"flag", "flag_2", "flag_3"}
+    out = eliminate_dead_code(statements, {"acc"}, unread)
+    assert _text(out) == (
+        "acc = 0.0\nfor i in range(3):\n    keep = i > 0\n    if keep:\n        acc += i"
+    )
+
+
+def test_nested_loops_with_break_and_continue_carry_no_dead_flags(tmp_path):
+    """Values only carried round the loops (s, which the adjoint does not read, and the
+    inner loop's continue flag) were computed and copied every iteration; dropping them
+    must not leave `if cond: pass else: pass` behind."""
+    fn = function_from_source(
+        tmp_path,
+        """
+        def f(x, y, m):
+            s = x
+            for i in range(m):
+                for j in range(m):
+                    if j > 100:
+                        break
+                    if (j + i) % 7 == 3:
+                        continue
+                    s = s * 0.999 + y * 0.001
+            return s
+        """,
+    )
+    source = grad(fn, wrt=(0, 1)).source
+    assert "pass" not in source, source
+    assert not re.search(r"^ *s_\d+ = ", source, re.M), source  # the adjoint reads no s
+    assert "skip_1 = None" not in source, source  # the continue flag, carried outside
+    assert_grad_matches_mp(
+        fn, [{"x": 0.3, "y": 0.7, "m": 9}, {"x": -1.1, "y": 2.0, "m": 4}], (0, 1)
     )
 
 
