@@ -45,8 +45,12 @@ class FloatFacts:
         stores: dict[str, list[Store]],
         params: set[str],
         math_alias: str,
+        keeps_shapes: bool = False,
     ) -> None:
         self._stores = stores
+        # Array code: a product with a literal zero stays, as an array of zeros in its shape
+        # (the number 0.0 in its place made `np.reshape(0.0, ...)` and `0.0[::-1]` fail).
+        self.keeps_shapes = keeps_shapes
         self._params = params
         self.math_alias = math_alias
         self.units = frozenset(_units(stores, params))
@@ -181,3 +185,4 @@ def _is_float_call(func: ast.expr, math_alias: str) -> bool:
 
 
 NO_FACTS = FloatFacts({}, set(), "math")  # no units: the simplifier drops no factor
+ARRAY_FACTS = FloatFacts({}, set(), "math", keeps_shapes=True)

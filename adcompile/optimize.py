@@ -154,7 +154,7 @@ def _simplify_binop(node: ast.BinOp, facts: FloatFacts) -> ast.expr:
         return without_unit
     # A literal zero factor comes from a literal exponent or coefficient (d/dx x**0 == 0):
     # the product is zero even where the other factor's formula is undefined (x**-1 at 0).
-    if op is ast.Mult and (a == 0 or b == 0):
+    if op is ast.Mult and (a == 0 or b == 0) and not facts.keeps_shapes:
         return ast.Constant(value=0.0)
     if op is ast.Pow and b == 0:
         return ast.Constant(value=1.0)

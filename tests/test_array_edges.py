@@ -268,3 +268,50 @@ def test_vjp_and_reverse_jacobian_after_an_early_return(module: types.ModuleType
     np.testing.assert_allclose(d_y, np.diag(-2.0 * (x - y)), rtol=1e-15)
     _, pullback = vjp(module.early_return, x, y)
     np.testing.assert_allclose(pullback(np.ones(2))[0], 2.0 * (x - y), rtol=1e-15)
+
+
+ZERO_FACTORS = """
+import numpy as np
+
+
+def reshaped(x):
+    return np.sum(np.sin(0.0 * x.reshape(3, 1)))
+
+
+def multiplied(A, x):
+    return np.sum(np.sin(0.0 * (A @ x)))
+
+
+def joined(x):
+    return np.sum(np.cos(np.concatenate([x, x]) * 0.0))
+
+
+def reversed_zero(x):
+    t = 0.0 * x
+    return np.sum(t[::-1] + x)
+
+
+def matmul_zero(A, x):
+    t = 0.0 * x
+    return np.sum(A @ t + x)
+"""
+
+
+def test_a_literal_zero_factor_keeps_the_arrays_shape(tmp_path) -> None:
+    """`e * 0.0` was folded to the number 0.0 in array code too: a later reshape, slice,
+    matmul or split adjoint (or tangent) then failed ("cannot reshape array of size 1")."""
+    module = module_from_source(tmp_path, ZERO_FACTORS)
+    x, A = np.array([1.0, 2.0, 3.0]), np.arange(9.0).reshape(3, 3)
+    cases = [
+        (module.reshaped, (x,), [np.zeros(3)]),
+        (module.multiplied, (A, x), [np.zeros((3, 3)), np.zeros(3)]),
+        (module.joined, (x,), [np.zeros(3)]),
+        (module.reversed_zero, (x,), [np.ones(3)]),
+        (module.matmul_zero, (A, x), [np.zeros((3, 3)), np.ones(3)]),
+    ]
+    for fn, args, expected in cases:
+        wrt = tuple(range(len(args)))
+        for mode in ("reverse", "forward"):
+            got = grad(fn, wrt=wrt, mode=mode)(*args)
+            for part, want in zip(got, expected, strict=True):
+                np.testing.assert_array_equal(part, want)
