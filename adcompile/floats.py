@@ -25,6 +25,7 @@ FLOAT_FUNCTIONS = frozenset(
         "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh",
         "asinh", "acosh", "atanh", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt",
         "pow", "hypot", "fabs", "erf", "erfc", "gamma", "lgamma", "copysign", "fmod",
+        "radians", "degrees",
     }
 )  # fmt: skip
 _SAME_TYPE_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Mod, ast.FloorDiv, ast.Pow)

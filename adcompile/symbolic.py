@@ -161,6 +161,8 @@ def _counterparts() -> dict[tuple[object, int], Callable[..., Any]]:
         (math.sqrt, 1): sp.sqrt,
         (math.erf, 1): sp.erf,
         (math.erfc, 1): sp.erfc,
+        (math.radians, 1): lambda x: x * sp.pi / 180,
+        (math.degrees, 1): lambda x: x * 180 / sp.pi,
     }
     return table
 

@@ -133,3 +133,13 @@ def erf(x, result, g):
 @rule(math.erfc)
 def erfc(x, result, g):
     return -g * (2.0 / math.sqrt(math.pi)) * math.exp(-x * x)
+
+
+@rule(math.radians)
+def radians(x, result, g):
+    return g * (math.pi / 180.0)  # the factor math.radians multiplies by
+
+
+@rule(math.degrees)
+def degrees(x, result, g):
+    return g * (180.0 / math.pi)

@@ -477,6 +477,10 @@ def math_erf(x):
     return math.erf(x) * math.erfc(x)
 
 
+def math_angles(lat, lon):
+    return math.sin(math.radians(lat)) * math.cos(math.radians(lon)) + math.degrees(lat * lon)
+
+
 def alias_trig(x, y):
     return m.sin(x * y) + m.cos(x) * m.tan(y)
 
@@ -897,6 +901,7 @@ CORPUS: list[tuple[object, Domain]] = [
     (math_hypot_nested, {"x": (0.2, 2.0)}),
     (math_fabs, {"x": (0.2, 2.0)}),
     (math_erf, None),
+    (math_angles, None),
     (alias_trig, {"y": (-1.2, 1.2)}),
     (alias_inverse_and_hyperbolic, {"x": UNIT, "y": UNIT}),
     (alias_logs, {"x": POSITIVE, "y": (1.5, 4.0)}),
