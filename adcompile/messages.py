@@ -227,7 +227,11 @@ def unsupported_operator(symbol: str) -> str:
 
 def non_numeric_constant(value: object) -> str:
     """A literal that is not a number."""
-    return f"the constant {value!r} is not a number; only int and float literals are supported"
+    said = f"the constant {value!r} is not a number; only int and float literals are supported"
+    spelled = {"inf": "math.inf", "-inf": "-math.inf", "nan": "math.nan"}
+    if isinstance(value, str) and value.strip().lower() in spelled:  # float("inf")
+        return f"{said}; write {spelled[value.strip().lower()]} instead of float({value!r})"
+    return said
 
 
 def unbound_local(name: str) -> str:

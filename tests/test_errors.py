@@ -47,6 +47,7 @@ CASES = [
     ("return ~x", "~x", U, "`~`"),
     ("return x * 'a'", "'a'", U, "not a number"),
     ("return x * 1j", "1j", U, "not a number"),
+    ("return x * float('inf')", "'inf'", U, "write math.inf instead of float('inf')"),
     ("return crc32(x)", "crc32", N, "`crc32` is a builtin with no derivative rule"),
     ("print(x)\nreturn x", "print", U, "expression statement"),
     ("return round(x) * y", "round", N, "`round` has no derivative"),
