@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import sys
 import types
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -177,7 +178,41 @@ def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
         _check_structure(primal, tangent, f"argument {index}")
     complete = _completer(fn)(primals)  # a TypeError for too many, as calling fn gives
     generated = _cached(fn, "jvp", list(range(len(primals))) or None)
-    return generated(*complete, *tangents)
+    value, tangent = generated(*complete, *tangents)
+    return value, _not_sharing(tangent, (*complete, *tangents))
+
+
+def _not_sharing(result: Any, inputs: tuple) -> Any:
+    """``result`` with a copy of each array in it that shares memory with an input: the
+    tangent of ``x + 1.0`` is the caller's tangent array itself, which the caller may then
+    change in place (``grad`` and ``vjp`` return arrays of their own too)."""
+    numpy = sys.modules.get("numpy")
+    if numpy is None:  # no arrays anywhere
+        return result
+    arrays = list(_array_leaves(inputs, numpy))
+
+    def own(value: Any) -> Any:
+        if isinstance(value, numpy.ndarray):
+            shared = any(numpy.shares_memory(value, array) for array in arrays)
+            return value.copy() if shared else value
+        if isinstance(value, tuple | list):
+            return type(value)(own(item) for item in value)
+        if isinstance(value, dict):
+            return {key: own(item) for key, item in value.items()}
+        return value
+
+    return own(result) if arrays else result
+
+
+def _array_leaves(value: Any, numpy: Any) -> Iterator[Any]:
+    if isinstance(value, numpy.ndarray):
+        yield value
+    elif isinstance(value, tuple | list):
+        for item in value:
+            yield from _array_leaves(item, numpy)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _array_leaves(item, numpy)
 
 
 def vjp(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tuple]]:

@@ -167,3 +167,20 @@ def test_names_signatures_and_reprs_say_what_they_are(module: types.ModuleType) 
     assert hessian(module.product).__qualname__.endswith("product_hessian")
     text = repr(explain(module.product, 0.5, 2.0))
     assert text.startswith("<Explanation of product(x=0.5, y=2)") and len(text) < 200
+
+
+def test_a_jvp_tangent_is_an_array_of_its_own(tmp_path: Path) -> None:
+    """The tangent of `np.add(x, 1.0)` (or a reshape of x) was the caller's tangent array
+    itself, or a view of it: changing the result in place changed the caller's array."""
+    module = module_from_source(
+        tmp_path,
+        "import numpy as np\n\n\ndef shift(x):\n    return np.add(x, 1.0)\n\n\n"
+        "def flat(x):\n    return x.reshape(4)\n",
+    )
+    for fn, x in ((module.shift, np.zeros(3)), (module.flat, np.zeros((2, 2)))):
+        t = np.ones_like(x)
+        _, tangent = jvp(fn, (x,), (t,))
+        np.testing.assert_array_equal(tangent.reshape(t.shape), t)
+        assert not np.shares_memory(tangent, t) and not np.shares_memory(tangent, x)
+        tangent *= 10.0
+        np.testing.assert_array_equal(t, np.ones_like(x))
