@@ -132,7 +132,10 @@ class Desugar:
             return body
         if not early:
             return self._block(body, _Context())
-        context = _Context(returned=self.names.fresh("returned"), result=self.names.fresh("result"))
+        context = _Context(
+            returned=self.names.fresh_internal("returned"),
+            result=self.names.fresh_internal("result"),
+        )
         anchor = body[0]
         rewritten = [_flag(context.returned, False, anchor), *self._block(body, context)]
         ret = ast.Return(value=_name(context.result))
@@ -178,11 +181,11 @@ class Desugar:
         if isinstance(stmt, ast.Return) and context.returned is not None:
             return self._return(stmt, context)
         if isinstance(stmt, ast.Break) and context.loop is not None:
-            context.loop.brk = context.loop.brk or self.names.fresh("broke")
+            context.loop.brk = context.loop.brk or self.names.fresh_internal("broke")
             context.exits.add(context.loop.brk)
             return [_flag(context.loop.brk, True, stmt)]
         if isinstance(stmt, ast.Continue) and context.loop is not None:
-            context.loop.cont = context.loop.cont or self.names.fresh("skip")
+            context.loop.cont = context.loop.cont or self.names.fresh_internal("skip")
             context.exits.add(context.loop.cont)
             return [_flag(context.loop.cont, True, stmt)]
         if isinstance(stmt, ast.If) and _elif_count(stmt) >= FLAT_ELIF_CHAIN:
@@ -206,7 +209,7 @@ class Desugar:
             if not done: <else>
 
         Nested, each ``elif`` would indent the generated code one level more."""
-        done, hit = self.names.fresh("done"), self.names.fresh("case")
+        done, hit = self.names.fresh_internal("done"), self.names.fresh_internal("case")
         out = [_set(done, stmt.test, stmt), _guarded(_name(done), stmt.body, stmt)]
         node = stmt
         while _is_elif(node):

@@ -53,6 +53,7 @@ from .ir import (
     fill_placeholders,
 )
 from .lower import lower_function
+from .names import output_label
 from .notes import line_origins, sweep_note
 from .optimize import simplify
 from .reverse import Activity, analyze_activity
@@ -231,6 +232,7 @@ class Explanation:
     gradient: dict[str, float]
     steps: list[Step]
     operations: list[Operation]
+    output: str = ""  # the output's name in labels (df/dx): see names.output_label
 
     def __str__(self) -> str:
         return self.to_text()
@@ -303,6 +305,15 @@ def _is_simple(text: str) -> bool:
     return text.isidentifier()
 
 
+def _compiler_builtins(expr: ast.expr) -> set[str]:
+    """Names that ``expr`` reads only as builtins the compiler wrote (``BUILTIN_MARK``)."""
+    marked, plain = set(), set()
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Name):
+            (marked if getattr(node, BUILTIN_MARK, False) else plain).add(node.id)
+    return marked - plain
+
+
 def adjoint_label(function: str, name: str) -> str:
     """``df/dx``; ``df/d(log(q))`` for a sub-expression."""
     return f"d{function}/d{name}" if _is_simple(name) else f"d{function}/d({name})"
@@ -332,7 +343,7 @@ class _Interpreter:
         self.core = core
         self.fs = fs
         self.wrt = wrt
-        self.fname = fs.name if fs.name.isidentifier() else "f"
+        self.fname = output_label(fs.name, fs.node)
         self.activity: Activity = analyze_activity(core, list(wrt))
         self.namespace: dict[str, Any] = {core.math_alias: math, "math": math}
         self.namespace.update(core.constants)
@@ -351,11 +362,8 @@ class _Interpreter:
     # ----- names -----------------------------------------------------------------------
     def display(self, name: str) -> str:
         """The user's name for a version of a variable (``x_2`` -> ``x``)."""
-        bases = self.core.names.bases if self.core.names is not None else {}
-        seen = set()
-        while name in bases and bases[name] != name and name not in seen:
-            seen.add(name)
-            name = bases[name]
+        if self.core.names is not None:
+            name = self.core.names.shown_as(name)
         return self.fname if name == self.core.output else name
 
     def text(self, expr: ast.expr) -> str:
@@ -519,8 +527,9 @@ class _Interpreter:
 
     def _relabel(self, expr: ast.expr, numbers: bool) -> str:
         mapping: dict[str, ast.expr] = {}
+        builtins_only = _compiler_builtins(expr)  # `len` of len(seq), not a user's `len`
         for name in names_in(expr):
-            if name in self.env:
+            if name in self.env and name not in builtins_only:
                 mapping[name] = _number_node(self.env[name]) if numbers else self.labels[name]
         return self.text(substitute(expr, mapping))
 
@@ -933,6 +942,7 @@ def explain_source(fs: FunctionSource, point: dict[str, Any], wrt: Any = None) -
         interpreter.operations[producer.node].output = True
     return Explanation(
         function=fs.name,
+        output=interpreter.fname,
         filename=fs.filename,
         point=dict(point),
         wrt=choice.names,
@@ -1102,7 +1112,7 @@ def _format_text(explanation: Explanation, all_iterations: bool) -> str:
 
 
 def _result_line(explanation: Explanation) -> str:
-    fname = explanation.function if explanation.function.isidentifier() else "f"
+    fname = explanation.output or "f"
     parts = [
         f"{adjoint_label(fname, name)} = {format_number(value)}"
         for name, value in explanation.gradient.items()

@@ -35,6 +35,7 @@ from .ir import (
     fill_placeholders,
 )
 from .lower import lower_function
+from .names import output_label
 from .source import FunctionSource
 
 RENDERED_FORMATS = ("svg", "png", "pdf")
@@ -118,7 +119,7 @@ class _StaticGraph:
     def __init__(self, core: CoreFunction, fs: FunctionSource) -> None:
         self.core = core
         self.fs = fs
-        self.fname = fs.name if fs.name.isidentifier() else "f"
+        self.fname = output_label(fs.name, fs.node)
         self.graph = _new_graph(f"{fs.name} ({fs.short_filename()})")
         self.labels: dict[str, ast.expr] = {}
         self.producers: dict[str, str] = {}
@@ -129,9 +130,8 @@ class _StaticGraph:
         self.strip = re.compile(rf"\b(?:{re.escape(core.math_alias)}|math)\.")
 
     def display(self, name: str) -> str:
-        bases = self.core.names.bases if self.core.names is not None else {}
-        while name in bases and bases[name] != name:
-            name = bases[name]
+        if self.core.names is not None:
+            name = self.core.names.shown_as(name)
         return self.fname if name == self.core.output else name
 
     def fresh(self, stem: str) -> str:

@@ -98,7 +98,7 @@ class IterationRewriter:
             parts = [(iterator.args[0] if kind == "reversed" else iterator, False)]
         sequences = [sequence for sequence, _ in parts]
         prelude, seq_names, new_locals = self._sequence_names(sequences)
-        counter = index_target if start is None and index_target else self.names.fresh("k")
+        counter = index_target if start is None and index_target else self.names.fresh_internal("k")
         new_locals.add(counter)
         body = [  # located at the sequence, where an error about reading it should point
             _located(_assign(name, _item_at(_item(s, _position(counter, back)), path)), seq)
@@ -106,7 +106,7 @@ class IterationRewriter:
             for name, path in self._bindings(t)
         ]
         if start is not None:  # enumerate(seq, start): the index is the count plus start
-            first = self.names.fresh("start")
+            first = self.names.fresh_internal("start")
             prelude.append(_located(_assign(first, start), start))
             count = ast.BinOp(left=_name(counter), op=ast.Add(), right=_name(first))
             body.insert(0, _located(_assign(index_target, count), stmt))
@@ -205,7 +205,7 @@ class IterationRewriter:
             if isinstance(seq, ast.Name):
                 names.append(seq.id)
                 continue
-            name = self.names.fresh("seq")
+            name = self.names.fresh_internal("seq")
             prelude.append(_located(_assign(name, seq), seq))
             names.append(name)
             new_locals.add(name)
@@ -215,7 +215,7 @@ class IterationRewriter:
     def reduction(self, call: ast.Call, kind: str) -> tuple[list[ast.stmt], str, set[str]]:
         """Statements computing ``sum``/``min``/``max`` of a comprehension into a new name."""
         comprehension = copy.deepcopy(call.args[0])  # the parsed tree is shared: never mutate it
-        acc = self.names.fresh("acc")
+        acc = self.names.fresh_internal("acc")
         renames: dict[str, str] = {}
         new_locals = {acc}
         start = ast.Constant(value=0 if kind == "sum" else None)

@@ -55,6 +55,9 @@ class NameTable:
         self._counters: dict[str, int] = {}
         # Which user name each fresh version stands for (``x_2`` -> ``x``): for explanations.
         self.bases: dict[str, str] = {}
+        # Variables the compiler introduces (flags, accumulators): no user name stands behind
+        # them, so explanations show them under their own names, never under a user's.
+        self.internal: set[str] = set()
 
     def reserve(self, name: str) -> None:
         """Mark ``name`` as used."""
@@ -74,6 +77,23 @@ class NameTable:
             name = candidate
         self.taken.add(name)
         self.bases[name] = base
+        return name
+
+    def fresh_internal(self, base: str) -> str:
+        """``fresh`` for a variable of the compiler's own (see ``internal``)."""
+        name = self.fresh(base)
+        self.internal.add(name)
+        return name
+
+    def shown_as(self, name: str) -> str:
+        """The name an explanation shows for a version: the user's variable it stands for
+        (``x_2`` -> ``x``), or an internal variable's own name."""
+        seen = set()
+        while name in self.bases and self.bases[name] != name and name not in self.internal:
+            if name in seen:
+                break
+            seen.add(name)
+            name = self.bases[name]
         return name
 
     def numbered(self, stem: str) -> str:
@@ -107,6 +127,13 @@ def function_identifiers(node: ast.FunctionDef | ast.Lambda) -> set[str]:
     for stmt in body:
         found |= identifiers(stmt)
     return found
+
+
+def output_label(name: str, node: ast.FunctionDef | ast.Lambda) -> str:
+    """How explanations name a function's output: its own name (``f`` in ``df/dx``), unless
+    a variable inside has that name too (``def g(g)``: ``dg_out/dg``)."""
+    label = name if name.isidentifier() else "f"
+    return f"{label}_out" if label in function_identifiers(node) else label
 
 
 _WORD = re.compile(r"[^\W\d]\w*")

@@ -455,3 +455,56 @@ def test_explaining_a_jacobian_or_hessian_says_what_to_explain(transform):
     """It was an UnsupportedSyntaxError located in adcompile's own compose.py (*args)."""
     with pytest.raises(TypeError, match=r"explain the function itself \(explain\(f, \.\.\.\)\)"):
         explain(transform(weighted), 2.0, 3.0)
+
+
+NAMES_SOURCE = """
+def summed(x):
+    acc = x * 2.0
+    return acc + sum(x * k for k in range(3))
+
+
+def early(x):
+    result = x * 3.0
+    if x > 1:
+        return result * x
+    return result + 1.0
+
+
+def g(g, result):
+    return g * g * result
+
+
+def counts(x, len):
+    t = x
+    for c in (1.0, 2.0):
+        t = t * c * len
+    return t
+"""
+
+
+@pytest.fixture(scope="module")
+def named(tmp_path_factory):
+    from tests.helpers import module_from_source
+
+    return module_from_source(tmp_path_factory.mktemp("names"), NAMES_SOURCE)
+
+
+def test_the_compilers_own_variables_never_show_under_a_users_name(named):
+    """`sum(...)`'s accumulator showed as `acc` beside the user's acc (`c2 = acc + acc` with
+    two values), and an early return's result as the user's `result`."""
+    last = [s for s in explain(named.summed, 0.5).steps if s.sweep == "forward"][-1]
+    left, right = last.formula.split(" = ")[-1].split(" + ")
+    assert left == "acc" and right != "acc", last.formula
+    rows = {s.formula for s in explain(named.early, 0.5).steps if s.sweep == "forward"}
+    assert "result = x * 3.0" in rows
+    assert not any(r.startswith("result = result") for r in rows), rows
+
+
+def test_the_output_is_told_apart_from_a_variable_of_the_same_name(named):
+    result_line = str(explain(named.g, 1.5, 2.0)).splitlines()[-1]
+    assert "dg_out/dg = 6" in result_line and "dg/dg" not in result_line
+
+
+def test_a_parameter_named_like_a_builtin_stays_out_of_the_builtins_numbers(named):
+    step = next(s for s in explain(named.counts, 1.1, 0.5).steps if s.formula == "len(seq)")
+    assert step.numbers == "len((1.0, 2.0))" and step.value == 2
