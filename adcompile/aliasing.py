@@ -92,6 +92,8 @@ class OwnedArrays:
     shared: set[str] = field(default_factory=set)  # roots held by two names or more
     # Per enclosing loop, innermost last: the in-place updates in its body (version, node).
     loops: list[list[tuple[str, ast.AugAssign]]] = field(default_factory=list)
+    # Merged versions owning their value, and the arrays they may be (see ``merged``).
+    merge_sources: dict[str, set[str]] = field(default_factory=dict)
 
     def root(self, version: str) -> str:
         """The version whose array ``version`` holds."""
@@ -132,6 +134,7 @@ class OwnedArrays:
             self.numbers.add(version)
         elif all(self._owned_by(name, root) for root in roots):
             self.own.add(version)
+            self.merge_sources[version] = roots  # judged again at a loop's back edges
 
     def refusal(self, version: str, name: str) -> bool:
         """True if updating ``version`` (of the user's ``name``) in place could change another
@@ -158,15 +161,30 @@ class OwnedArrays:
             self.loops[-1].extend(updates)
         roots = [self.root(value) for _, _, value in back_edges]
         arrays = Counter(root for root in roots if root not in self.numbers)
+        # The array a header starts the next iteration with is the one the body left: an
+        # update of either (the entry's, or one a merge in the body made) is unsafe.
         unsafe = {
-            self.root(header)
+            array
             for (name, header, _), root in zip(back_edges, roots, strict=True)
             if root not in self.numbers and (arrays[root] > 1 or not self._owned_by(name, root))
+            for array in (self.root(header), root)
         }
+        self._spread_through_merges(unsafe)
         for version, stmt in updates:
             if self.root(version) in unsafe:
                 return stmt
         return None
+
+    def _spread_through_merges(self, unsafe: set[str]) -> None:
+        """A merged version that may be an unsafe array is unsafe too: in a later iteration
+        a path of the merge can bring the array another name took (``F = E`` last time)."""
+        spreading = True
+        while spreading:
+            spreading = False
+            for version, sources in self.merge_sources.items():
+                if version not in unsafe and not sources.isdisjoint(unsafe):
+                    unsafe.add(version)
+                    spreading = True
 
     def _owned_by(self, name: str, root: str) -> bool:
         """Whether the user's ``name`` may update the array ``root`` in place: a new array

@@ -83,6 +83,25 @@ class IterationRewriter:
         return self.fs.error(UnsupportedSyntaxError, node, message)
 
     # ----- for loops over sequences --------------------------------------------------------
+    def literal_loop(self, stmt: ast.For) -> SequenceLoop:
+        """``for v in (e1, e2, ...)``: the items computed first, as Python does, then an index
+        loop that picks the k-th with a conditional expression (a tuple of values with
+        derivatives cannot be indexed: ``item if k == 0 else item_1 ...``)."""
+        items = stmt.iter.elts
+        prelude, names = [], []
+        for item in items:
+            names.append(self.names.fresh_internal("item"))
+            prelude.append(_located(_assign(names[-1], item), item))
+        counter = self.names.fresh_internal("k")
+        chosen: ast.expr = _name(names[-1])
+        for position in range(len(names) - 2, -1, -1):
+            test = ast.Compare(_name(counter), [ast.Eq()], [ast.Constant(value=position)])
+            chosen = ast.IfExp(test=test, body=_name(names[position]), orelse=chosen)
+        pick = _located(_assign(stmt.target.id, chosen), stmt.iter)
+        bounds = builtin_call("range", ast.Constant(value=len(names)))
+        loop = ast.For(target=_name(counter, True), iter=bounds, body=[pick, *stmt.body], orelse=[])
+        return SequenceLoop(prelude, _located(loop, stmt), {*names, counter})
+
     def sequence_loop(self, stmt: ast.For) -> SequenceLoop:
         """``for <targets> in <seq | enumerate | zip | reversed>`` as an index loop."""
         iterator, target = stmt.iter, stmt.target

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from . import messages
 from .aliasing import OwnedArrays, shared_name
-from .astutil import BUILTIN_MARK, builtin_call, clone_located, load, walk
+from .astutil import BUILTIN_MARK, builtin_call, clone_located, load, names_in, walk
 from .calls import Binding, bind_arguments, check_cycle, relabel
 from .desugar import Desugar
 from .errors import AdcompileError, NoDerivativeError, UnsupportedSyntaxError
@@ -79,6 +79,9 @@ RENDERABLE_MODULES = {"math": math}
 # Calls of the user's functions inlined into one generated function, at most. Each call is
 # a copy of the callee's body; a helper calling another twice, nested d deep, makes 2**d.
 MAX_INLINED = 5_000
+# `for v in (a, b, ...)` over the function's own values picks each item by a chain of tests;
+# longer literal sequences keep the indexing (and its message).
+MAX_LITERAL_LOOP = 32
 # Builtins generated code may call where no derivative is needed (branch tests).
 NONDIFF_BUILTINS = frozenset(
     {"abs", "min", "max", "pow", "float", "int", "round", "bool", "len", "range"}
@@ -545,7 +548,9 @@ class Lowerer(ArrayLowering):
         if isinstance(iterator, ast.Call) and isinstance(iterator.func, _NAME_ATTRIBUTE):
             callee = _resolved_or_none(self, iterator.func)
         if callee is not builtins.range:  # sequences, enumerate, zip, reversed
-            rewritten = self._iteration().sequence_loop(stmt)
+            iteration = self._iteration()
+            literal = self._over_local_values(stmt)
+            rewritten = iteration.literal_loop(stmt) if literal else iteration.sequence_loop(stmt)
             self.locals |= rewritten.new_locals
             self._statements(rewritten.prelude)
             self._stmt_For(rewritten.loop)
@@ -556,6 +561,18 @@ class Lowerer(ArrayLowering):
             raise self._error(UnsupportedSyntaxError, iterator, messages.RANGE_ARGUMENTS)
         bounds = [self._atom(arg) for arg in iterator.args]
         self._loop(stmt, index=stmt.target.id, bounds=bounds)
+
+    def _over_local_values(self, stmt: ast.For) -> bool:
+        """``for v in (a, b, c)`` over a literal tuple or list holding the function's own
+        values (which may carry derivatives), short enough to pick items by tests."""
+        items = stmt.iter
+        if not isinstance(items, _TUPLE_LIST) or not isinstance(stmt.target, ast.Name):
+            return False
+        if not 0 < len(items.elts) <= MAX_LITERAL_LOOP or any(
+            isinstance(e, ast.Starred) for e in items.elts
+        ):
+            return False
+        return any(name in self.locals for name in names_in(items))
 
     def _stmt_While(self, stmt: ast.While) -> None:
         self._loop(stmt, index=None, bounds=[])
@@ -931,8 +948,9 @@ class Lowerer(ArrayLowering):
         callee, shown = self._callee(node.func)
         if helper_name(callee) == "gradient_like" and self._assembled_gradient(node, target):
             return
-        if helper_name(callee) == "scatter_into" and len(node.args) == 4 and not node.keywords:
-            self._lower_into(self._scatter_sum(node), target)
+        summed = self._scatter_sum(node) if helper_name(callee) == "scatter_into" else None
+        if summed is not None and len(node.args) == 4 and not node.keywords:
+            self._lower_into(summed, target)
             return
         if helper_name(callee) == "split_adjoint" and len(node.args) == 3 and not node.keywords:
             self._split_pieces(node, target)

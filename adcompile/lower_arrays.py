@@ -268,11 +268,15 @@ class ArrayLowering:
         self._variadic_call(call, target, rule, shown)
         return True
 
-    def _scatter_sum(self, node: ast.Call) -> ast.expr:
+    def _scatter_sum(self, node: ast.Call) -> ast.expr | None:
         """``scatter_into(acc, g, x, i)`` read back: ``acc + scatter(g, x, i)``, the value it
-        computes (adding into ``acc`` in place is only how, ``in_place.py``)."""
+        computes (adding into ``acc`` in place is only how, ``in_place.py``); None if the
+        module has no ``scatter`` to call (the user's own code calling ``scatter_into``)."""
         acc, *rest = node.args
-        scatter = next(k for k, v in self.fs.namespace.items() if helper_name(v) == "scatter")
+        named = (k for k, v in self.fs.namespace.items() if helper_name(v) == "scatter")
+        scatter = next(named, None)
+        if scatter is None:
+            return None
         call = ast.Call(func=ast.Name(id=scatter, ctx=ast.Load()), args=rest, keywords=[])
         total = ast.BinOp(left=acc, op=ast.Add(), right=ast.copy_location(call, node))
         return ast.copy_location(total, node)

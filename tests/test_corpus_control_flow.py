@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from adcompile import AdcompileError, UnsupportedSyntaxError, explain, grad
+from adcompile import AdcompileError, UnsupportedSyntaxError, explain, grad, hessian
 from adcompile.reference import (
     assert_grad_matches_mp,
     positional_params,
@@ -687,3 +687,51 @@ def test_guarded_calls_compile_again_and_on_every_path(tmp_path: Path, name: str
     assert explain(fn, *point.values()).gradient == pytest.approx(
         dict(zip(point, grad(fn, wrt=tuple(point))(**point), strict=True))
     )
+
+
+LITERAL_LOOPS = """
+import math
+
+
+def softplus_sum(a, b, c):
+    s = 0.0
+    for z in (a, b, c):
+        s = s + math.log1p(math.exp(z))
+    return s
+
+
+def items_taken_first(a, b):
+    s = 0.0
+    for z in [a, b * a]:
+        a = a * 2.0  # the list was built before: z is the old a, then the old b * a
+        s = s + z * a
+    return s
+
+
+def stops_early(a, b, c):
+    s = 0.0
+    for z in (a * b, b, c):
+        if z > 1.0:
+            break
+        s = s + math.sin(z) * c
+    return s
+"""
+
+
+def test_a_loop_over_a_tuple_of_the_functions_values(tmp_path: Path) -> None:
+    """`for z in (a, b, c)` was refused ("indexing a sequence gives its items no
+    derivative"): each item is now picked by a test, so derivatives flow through."""
+    module = module_from_source(tmp_path, LITERAL_LOOPS)
+    points = {
+        "softplus_sum": [{"a": 0.3, "b": -1.2, "c": 2.0}],
+        "items_taken_first": [{"a": 0.7, "b": -1.3}],
+        "stops_early": [{"a": 0.5, "b": 0.9, "c": 1.4}, {"a": 1.5, "b": 0.2, "c": 0.3}],
+    }
+    for name, at in points.items():
+        fn = getattr(module, name)
+        for mode in ("reverse", "forward"):
+            assert_grad_matches_mp(fn, at, None, gradient=grad(fn, mode=mode))
+    h = hessian(module.softplus_sum)(0.3, -1.2, 2.0)
+    for i, v in enumerate((0.3, -1.2, 2.0)):  # d2/dz2 softplus(z) = sigmoid(z)(1 - sigmoid(z))
+        sigmoid = 1.0 / (1.0 + math.exp(-v))
+        assert h[i][i] == pytest.approx(sigmoid * (1.0 - sigmoid), rel=1e-12)

@@ -14,7 +14,7 @@ U, N = UnsupportedSyntaxError, NoDerivativeError
 
 # (body of f(x, y), the text the caret must point at, error class, message fragment)
 CASES = [
-    ("for v in (x, y):\n    x = x * v\nreturn x", "(x, y)", N, "functions that use NumPy"),
+    ("t = (x, y)\nfor v in t:\n    x = x * v\nreturn x", "t:", N, "functions that use NumPy"),
     ("for a, b in range(3):\n    x = x * 2\nreturn x", "a, b", U, "single name"),
     ("for i in range():\n    x = x * 2\nreturn x", "range()", U, "1 to 3"),
     ("while x > 0:\n    x = x - 1\nelse:\n    print(x)\nreturn x", "print", U, "expression"),

@@ -75,10 +75,10 @@ def power(a, b, result, g):
     # d(a**b)/da is 0 where b == 0, given by the general formula (b * a**-1) so that its
     # derivative in b, the mixed partial 1/a, is kept; where a == b == 0 the base is read as
     # 1 (the mask adds True), so that 0 * 0**-1 (nan) becomes 0 * 1**-1 = 0. With a literal
-    # exponent the mask folds away. d(a**b)/db = a**b * log(a): 0 where a == 0, undefined
-    # (nan) where a < 0.
+    # exponent the mask folds away; `b - 1.0`, as NumPy refuses ints to negative int powers.
+    # d(a**b)/db = a**b * log(a): 0 where a == 0, undefined (nan) where a < 0.
     return (
-        unbroadcast(g * b * (a + (a == 0) * (b == 0)) ** (b - 1), a),
+        unbroadcast(g * b * (a + (a == 0) * (b == 0)) ** (b - 1.0), a),
         unbroadcast(
             np.where(
                 a > 0,
