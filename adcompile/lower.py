@@ -1160,7 +1160,9 @@ class Lowerer(ArrayLowering):
             if node.id not in self.env:
                 raise self._error(UnsupportedSyntaxError, node, messages.unbound_local(node.id))
             version = self.env[node.id]
-            if (node.lineno, node.col_offset, node.id) in self.unbound_reads:
+            # Not in a `while` test: its check would run before the loop binds the header.
+            maybe_unbound = (node.lineno, node.col_offset, node.id) in self.unbound_reads
+            if maybe_unbound and not self.in_loop_test:
                 self._check_bound(node.id, version, node.lineno)
             return Var(version)
         scope = self.closure

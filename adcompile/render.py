@@ -194,8 +194,9 @@ def _constant_literal(value: object) -> ast.expr:
     return ast.parse(repr(value), mode="eval").body
 
 
-# Python's tokenizer takes at most 100 levels of indentation; the function body is one.
-_MAX_BLOCK_DEPTH = 98
+# Python's tokenizer takes at most 100 levels of indentation; the function body is one, and
+# the module that runs wraps each body in a `try` (notes.py), one more.
+_MAX_BLOCK_DEPTH = 97
 # Python's compiler takes at most 20 nested loops and `try` blocks (CO_MAXBLOCKS); the
 # module that runs wraps each body in a `try` (notes.py), which leaves 19 for loops.
 _MAX_LOOP_DEPTH = 19

@@ -129,8 +129,9 @@ class _Analysis:
 
 
 def _loads(expr: ast.expr, load_too: bool) -> Iterable[ast.Name]:
-    """The names an expression reads, outside nested functions and comprehensions' own
-    variables (those are bound by the comprehension itself)."""
+    """The names an expression surely reads: not those Python may skip (operands after the
+    first of ``and``/``or``, the arms of ``a if c else b``, a comprehension's element and
+    conditions, which run only for the items there are), nor a nested function's."""
     stack: list[ast.AST] = [expr]
     while stack:
         node = stack.pop()
@@ -139,24 +140,14 @@ def _loads(expr: ast.expr, load_too: bool) -> Iterable[ast.Name]:
                 yield node
         elif isinstance(node, ast.Lambda):
             continue
+        elif isinstance(node, ast.BoolOp):
+            stack.append(node.values[0])
+        elif isinstance(node, ast.IfExp):
+            stack.append(node.test)
         elif isinstance(node, ast.GeneratorExp | ast.ListComp | ast.SetComp | ast.DictComp):
-            own = set().union(*(_targets(g.target) for g in node.generators))
             stack.append(node.generators[0].iter)  # evaluated in the enclosing scope
-            stack.extend(n for n in ast.walk(node) if _reads_outer(n, own, node))
         else:
             stack.extend(ast.iter_child_nodes(node))
-
-
-def _reads_outer(node: ast.AST, own: set[str], comprehension: ast.AST) -> bool:
-    """A name inside a comprehension (past its first iterable) that is not its own."""
-    first_iter = comprehension.generators[0].iter
-    inside_first = any(node is n for n in ast.walk(first_iter))
-    return (
-        isinstance(node, ast.Name)
-        and isinstance(node.ctx, ast.Load)
-        and node.id not in own
-        and not inside_first
-    )
 
 
 def _is_store(expr: ast.expr) -> bool:

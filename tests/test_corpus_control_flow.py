@@ -735,3 +735,16 @@ def test_a_loop_over_a_tuple_of_the_functions_values(tmp_path: Path) -> None:
     for i, v in enumerate((0.3, -1.2, 2.0)):  # d2/dz2 softplus(z) = sigmoid(z)(1 - sigmoid(z))
         sigmoid = 1.0 / (1.0 + math.exp(-v))
         assert h[i][i] == pytest.approx(sigmoid * (1.0 - sigmoid), rel=1e-12)
+
+
+def test_ninety_eight_nested_ifs_are_refused_clearly(tmp_path: Path) -> None:
+    """The running module's `try` takes one of Python's 100 indentation levels: 98 nested
+    ifs gave a bare IndentationError from grad."""
+    lines, indent = ["def f(x):"], "    "
+    for level in range(98):
+        lines.append(f"{indent}if x > {level}:")
+        indent += "    "
+    lines += [f"{indent}x = x * 2.0", "    return x"]
+    fn = function_from_source(tmp_path, "\n".join(lines) + "\n")
+    with pytest.raises(UnsupportedSyntaxError, match="deeper than Python's limit of 100"):
+        grad(fn)

@@ -141,3 +141,47 @@ def test_the_cli_reports_it_as_the_function_failing_there(module, capsys):
     err = capsys.readouterr().err
     assert "UnboundLocalError: cannot access local variable 'y'" in err
     assert "internal error" not in err and "at x=-1, in line 8 of" in err
+
+
+SKIPPED_READS = """
+def after_and(x):
+    if x > 0:
+        y = x * x
+    if x > 0.0 and y > 1.0:
+        return y
+    return -2.0 * x
+
+
+def in_a_while_test(x):
+    if x > 0:
+        w = 0.1
+    while w < 1.0:
+        w = w + x
+    return w
+
+
+def in_a_generator(x, n):
+    if x > 0:
+        y = x
+    return sum(y * k for k in range(n)) + x * x
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "expected"),
+    [
+        ("after_and", (-1.0,), -2.0),  # `and` never reads y here
+        ("after_and", (2.0,), 4.0),
+        ("in_a_while_test", (0.5,), 2.0),  # the test reads w after the loop's entry copy
+        ("in_a_generator", (-1.0, 0), -2.0),  # no items: the element never runs
+    ],
+)
+def test_reads_python_may_skip_get_no_check(tmp_path, name, args, expected):
+    """The regression hunt found checks where Python never reads the name: after the first
+    operand of `and`, before a while loop bound its test's variable, in a generator's
+    element. Python runs each of these without error; so must every transform."""
+    fn = getattr(module_from_source(tmp_path, SKIPPED_READS), name)
+    fn(*args)  # Python runs it
+    for mode in ("reverse", "forward"):
+        assert grad(fn, wrt=0, mode=mode)(*args) == expected
+    assert value_and_grad(fn, wrt=0)(*args)[1] == expected
