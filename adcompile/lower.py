@@ -1161,7 +1161,8 @@ class Lowerer(ArrayLowering):
                 raise self._error(UnsupportedSyntaxError, node, messages.unbound_local(node.id))
             version = self.env[node.id]
             # Not in a `while` test: its check would run before the loop binds the header.
-            maybe_unbound = (node.lineno, node.col_offset, node.id) in self.unbound_reads
+            read = (node.lineno, node.col_offset, node.id) if self.unbound_reads else None
+            maybe_unbound = read is not None and read in self.unbound_reads
             if maybe_unbound and not self.in_loop_test:
                 self._check_bound(node.id, version, node.lineno)
             return Var(version)

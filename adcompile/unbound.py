@@ -21,7 +21,7 @@ from collections.abc import Iterable
 # A position in the user's file: (line, column, name) of a Name node that is read.
 Read = tuple[int, int, str]
 # The names surely bound at a point; None where the point cannot be reached.
-Bound = frozenset[str] | None
+Bound = set[str] | None
 
 
 def unbound_message(name: str) -> str:
@@ -53,9 +53,14 @@ def checked_name(stmt: ast.stmt) -> tuple[ast.expr, str] | None:
 
 def maybe_unbound_reads(body: list[ast.stmt], params: Iterable[str], local: set[str]) -> set[Read]:
     """The reads in ``body`` of names in ``local`` that some path leaves unbound."""
+    if not any(isinstance(stmt, _BRANCHING) for stmt in body):
+        return set()  # straight-line code: a read before every binding is refused outright
     analysis = _Analysis(local)
-    analysis.block(body, frozenset(params))
+    analysis.block(body, set(params))
     return analysis.flagged
+
+
+_BRANCHING = (ast.If, ast.For, ast.While)
 
 
 def _meet(a: Bound, b: Bound) -> Bound:
@@ -68,6 +73,9 @@ def _meet(a: Bound, b: Bound) -> Bound:
 
 
 class _Analysis:
+    """One pass over a body; the set of bound names is updated in place along a path, and
+    copied only where paths part (so straight runs of statements cost no copies)."""
+
     def __init__(self, local: set[str]) -> None:
         self.local = local
         self.flagged: set[Read] = set()
@@ -80,49 +88,52 @@ class _Analysis:
             bound = self.statement(stmt, bound)
         return bound
 
-    def statement(self, stmt: ast.stmt, bound: frozenset[str]) -> Bound:
+    def statement(self, stmt: ast.stmt, bound: set[str]) -> Bound:
         cls = stmt.__class__
         if cls is ast.If:
             self.reads(stmt.test, bound)
-            return _meet(self.block(stmt.body, bound), self.block(stmt.orelse, bound))
+            return _meet(self.block(stmt.body, set(bound)), self.block(stmt.orelse, bound))
         if cls is ast.For:
             self.reads(stmt.iter, bound)
             return self.loop(stmt, bound | _targets(stmt.target), bound)
         if cls is ast.While:
             self.reads(stmt.test, bound)
             forever = isinstance(stmt.test, ast.Constant) and bool(stmt.test.value)
-            return self.loop(stmt, bound, None if forever else bound)
+            return self.loop(stmt, set(bound), None if forever else bound)
         if cls is ast.Return:
             if stmt.value is not None:
                 self.reads(stmt.value, bound)
             return None
         if cls is ast.Break:
-            self.breaks[-1] = _meet(self.breaks[-1], bound) if self.breaks else None
+            self.breaks[-1] = _meet(self.breaks[-1], set(bound)) if self.breaks else None
             return None
         if cls is ast.Continue:
             return None
         if cls is ast.AugAssign:
             self.reads(stmt.target, bound, load_too=True)
             self.reads(stmt.value, bound)
-            return bound | _targets(stmt.target)
+            bound |= _targets(stmt.target)
+            return bound
         if cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
-            return bound | {stmt.name}  # its body runs when called, with its own scope
+            bound.add(stmt.name)  # its body runs when called, with its own scope
+            return bound
         for child in ast.iter_child_nodes(stmt):  # Assign, AnnAssign, Expr, ...
             if isinstance(child, ast.expr) and not _is_store(child):
                 self.reads(child, bound)
-        return bound | _assigned_by(stmt)
+        bound |= _assigned_by(stmt)
+        return bound
 
-    def loop(self, stmt: ast.For | ast.While, entry: frozenset[str], exit_: Bound) -> Bound:
-        """A loop whose body starts with ``entry`` bound and whose test fails with ``exit_``
-        bound (None: it never fails). The body's second round starts with at least
-        ``entry``, so one pass over the body finds every read."""
+    def loop(self, stmt: ast.For | ast.While, entry: set[str], exit_: Bound) -> Bound:
+        """A loop whose body starts with ``entry`` bound (a set of its own) and whose test
+        fails with ``exit_`` bound (None: it never fails). The body's second round starts
+        with at least ``entry``, so one pass over the body finds every read."""
         self.breaks.append(None)
         self.block(stmt.body, entry)
         broke = self.breaks.pop()
         after_test = self.block(stmt.orelse, exit_) if exit_ is not None else None
         return _meet(after_test, broke)
 
-    def reads(self, expr: ast.expr, bound: frozenset[str], load_too: bool = False) -> None:
+    def reads(self, expr: ast.expr, bound: set[str], load_too: bool = False) -> None:
         for node in _loads(expr, load_too):
             if node.id in self.local and node.id not in bound:
                 self.flagged.add((node.lineno, node.col_offset, node.id))
