@@ -129,12 +129,18 @@ class OwnedArrays:
         roots = {self.root(source) for source in sources if source is not None}
         if len(roots) == 1:
             self.roots[version] = roots.pop()
+            self.own.discard(version)
         elif all(root in self.numbers for root in roots):
+            self.roots.pop(version, None)
             self.own.add(version)
             self.numbers.add(version)
         elif all(self._owned_by(name, root) for root in roots):
+            self.roots.pop(version, None)
             self.own.add(version)
             self.merge_sources[version] = roots  # judged again at a loop's back edges
+        else:  # an array another name may hold: no longer what a loop's entry made it
+            self.roots.pop(version, None)
+            self.own.discard(version)
 
     def refusal(self, version: str, name: str) -> bool:
         """True if updating ``version`` (of the user's ``name``) in place could change another

@@ -81,7 +81,7 @@ def _new_graph(title: str) -> Any:
 # ----- the executed graph, with values ---------------------------------------------------
 def executed_graph(explanation: Explanation) -> Any:
     """The operations an explanation ran, with forward values and reverse-sweep adjoints."""
-    fname = explanation.function if explanation.function.isidentifier() else "f"
+    fname = explanation.output or "f"
     at = ", ".join(f"{k}={format_number(v)}" for k, v in explanation.point.items())
     graph = _new_graph(f"{explanation.function}({at})")
     for op in explanation.operations:
@@ -130,9 +130,9 @@ class _StaticGraph:
         self.strip = re.compile(rf"\b(?:{re.escape(core.math_alias)}|math)\.")
 
     def display(self, name: str) -> str:
-        if self.core.names is not None:
-            name = self.core.names.shown_as(name)
-        return self.fname if name == self.core.output else name
+        if name == self.core.output:
+            return self.fname
+        return self.core.names.shown_as(name) if self.core.names is not None else name
 
     def fresh(self, stem: str) -> str:
         self.count += 1

@@ -296,7 +296,8 @@ class Lowerer(ArrayLowering):
         self.tuple_output = False
         self.outputs: list[str] | None = None
         # Reads of the user's locals that some path leaves unbound, and the checks made.
-        self.unbound_reads: set[tuple[int, int, str]] = set()
+        self.unbound_reads: dict[tuple[int, int, str], bool] = {}
+        self.in_opaque = False  # rewriting a test or a value with no derivative, whole
         self.bound_checks: set[tuple[int, str]] = set()
 
     # ----- entry point -------------------------------------------------------------------
@@ -568,11 +569,14 @@ class Lowerer(ArrayLowering):
         items = stmt.iter
         if not isinstance(items, _TUPLE_LIST) or not isinstance(stmt.target, ast.Name):
             return False
-        if not 0 < len(items.elts) <= MAX_LITERAL_LOOP or any(
-            isinstance(e, ast.Starred) for e in items.elts
-        ):
+        if not items.elts or any(isinstance(e, ast.Starred) for e in items.elts):
             return False
-        return any(name in self.locals for name in names_in(items))
+        if not any(name in self.locals for name in names_in(items)):
+            return False
+        if len(items.elts) > MAX_LITERAL_LOOP:
+            message = messages.literal_loop_too_long(len(items.elts), MAX_LITERAL_LOOP)
+            raise self._error(UnsupportedSyntaxError, items, message)
+        return True
 
     def _stmt_While(self, stmt: ast.While) -> None:
         self._loop(stmt, index=None, bounds=[])
@@ -588,11 +592,10 @@ class Lowerer(ArrayLowering):
         rebinds = index is not None and index in assigned
         carried = sorted(assigned - ({index} if index and not rebinds else set()))
         entry, headers = [], []
-        starts_unbound = set()  # headers of variables the loop binds first
+        entry_of: dict[str, str | None] = {}  # header -> the version it starts as (None: unbound)
         for var in carried:
             header = self.names.fresh(var)
-            if var not in self.env:
-                starts_unbound.add(header)
+            entry_of[header] = self.env.get(var)
             # A variable first bound inside the loop starts as None, so that merges of paths
             # that did not bind it yet read a defined name (as Python would never read it).
             source = Var(self.env[var]) if var in self.env else Const(None)
@@ -617,12 +620,15 @@ class Lowerer(ArrayLowering):
             self.env[index] = index_name
             self.loop_indices.add(index_name)
         test, reads = None, frozenset()
+        test_checks: list[Stmt] = []  # a while test's unbound checks: after the entry copies
         if isinstance(stmt, ast.While):
             self.in_loop_test = True
+            mark = len(self.block)
             try:
                 test, read_set = self._rewrite_opaque(stmt.test)
             finally:
                 self.in_loop_test = False
+            test_checks, self.block[mark:] = self.block[mark:], []
             reads = frozenset(read_set)
         if self.shared is not None:
             self.shared.enter_loop()
@@ -634,11 +640,10 @@ class Lowerer(ArrayLowering):
         ]
         if self.shared is not None:
             self._check_updates_across_iterations(back_edges)
-            for edge in back_edges:  # after the loop, such a header holds what the body left
-                if edge.target in starts_unbound:
-                    self.shared.merged(
-                        edge.target, self.names.bases[edge.target], [edge.source.name]
-                    )
+            for edge in back_edges:  # after the loop a header holds what it started as (no
+                # iteration) or what the body left: `F = E` inside makes F's array E's too
+                sources = [entry_of[edge.target], edge.source.name]
+                self.shared.merged(edge.target, self.names.bases[edge.target], sources)
         exit_when = None
         if exit_test is not None:
             exit_when, _ = self._rewrite_opaque(exit_test.test)
@@ -652,6 +657,7 @@ class Lowerer(ArrayLowering):
         loop.exit_when = exit_when
         ran = self._loop_runs(bounds, stmt.lineno) if old_value is not None else None
         self.block.extend(entry)
+        self.block.extend(test_checks)  # the first test reads what the entry copies bound
         self.block.append(loop)
         if ran is not None:
             self._index_after_loop(index, ran, old_value, stmt.lineno)
@@ -922,7 +928,10 @@ class Lowerer(ArrayLowering):
         cond = self.names.numbered("cond")
         self._opaque(node.test, cond)
         body = self._sub_block(lambda: self._lower_into(node.body, target))
+        from_body = self.tree_aliases.pop(target, None)
         orelse = self._sub_block(lambda: self._lower_into(node.orelse, target))
+        if self.tree_aliases.get(target) != from_body:  # `A if c else B`: either parameter,
+            self.tree_aliases.pop(target, None)  # so `target[0]` indexes the value, not B
         self.block.append(If(cond, body, orelse, node.lineno))
 
     def _sub_block(self, lower: Callable[[], None]) -> list[Stmt]:
@@ -1160,10 +1169,12 @@ class Lowerer(ArrayLowering):
             if node.id not in self.env:
                 raise self._error(UnsupportedSyntaxError, node, messages.unbound_local(node.id))
             version = self.env[node.id]
-            # Not in a `while` test: its check would run before the loop binds the header.
             read = (node.lineno, node.col_offset, node.id) if self.unbound_reads else None
-            maybe_unbound = read is not None and read in self.unbound_reads
-            if maybe_unbound and not self.in_loop_test:
+            conditional = self.unbound_reads.get(read) if read is not None else None
+            # A read Python may skip is checked only where it is lowered on its own path
+            # (an arm of `a if c else b` becomes a branch), not inside a test or a value
+            # computed whole, where a check would run before Python decides to read.
+            if conditional is not None and not (conditional and self.in_opaque):
                 self._check_bound(node.id, version, node.lineno)
             return Var(version)
         scope = self.closure
@@ -1452,7 +1463,11 @@ class Lowerer(ArrayLowering):
     def _rewrite_opaque(self, node: ast.expr) -> tuple[ast.expr, set[str]]:
         """Copy a test expression with names renamed and callees made canonical."""
         rewriter = _OpaqueRewriter(self)
-        return rewriter.visit(clone_located(node)), rewriter.reads
+        was, self.in_opaque = self.in_opaque, True
+        try:
+            return rewriter.visit(clone_located(node)), rewriter.reads
+        finally:
+            self.in_opaque = was
 
 
 def _is_number_tuple(value: object) -> bool:

@@ -234,6 +234,15 @@ def non_numeric_constant(value: object) -> str:
     return said
 
 
+def literal_loop_too_long(count: int, limit: int) -> str:
+    """A loop over a literal tuple of the function's values, too long to pick items by tests."""
+    return (
+        f"a loop over a literal tuple of {count} values is not supported (at most {limit}: "
+        "each iteration picks its item by a chain of tests); split it into several loops, "
+        "or use a NumPy array"
+    )
+
+
 def unbound_local(name: str) -> str:
     """A local variable read before it is assigned."""
     return f"local variable `{name}` is used before it is assigned"

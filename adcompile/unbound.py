@@ -51,10 +51,15 @@ def checked_name(stmt: ast.stmt) -> tuple[ast.expr, str] | None:
     return (stmt.test, match.group(1)) if match else None
 
 
-def maybe_unbound_reads(body: list[ast.stmt], params: Iterable[str], local: set[str]) -> set[Read]:
-    """The reads in ``body`` of names in ``local`` that some path leaves unbound."""
+def maybe_unbound_reads(
+    body: list[ast.stmt], params: Iterable[str], local: set[str]
+) -> dict[Read, bool]:
+    """The reads in ``body`` of names in ``local`` that some path leaves unbound, each
+    mapped to whether Python may skip it (an ``and``/``or`` operand after the first, an arm
+    of ``a if c else b``, a comprehension's element: a check must then sit where the read
+    is evaluated, never before the whole expression)."""
     if not any(isinstance(stmt, _BRANCHING) for stmt in body):
-        return set()  # straight-line code: a read before every binding is refused outright
+        return {}  # straight-line code: a read before every binding is refused outright
     analysis = _Analysis(local)
     analysis.block(body, set(params))
     return analysis.flagged
@@ -78,7 +83,7 @@ class _Analysis:
 
     def __init__(self, local: set[str]) -> None:
         self.local = local
-        self.flagged: set[Read] = set()
+        self.flagged: dict[Read, bool] = {}
         self.breaks: list[Bound] = []  # per enclosing loop: bound where a `break` leaves it
 
     def block(self, body: list[ast.stmt], bound: Bound) -> Bound:
@@ -134,31 +139,37 @@ class _Analysis:
         return _meet(after_test, broke)
 
     def reads(self, expr: ast.expr, bound: set[str], load_too: bool = False) -> None:
-        for node in _loads(expr, load_too):
+        for node, conditional in _loads(expr, load_too):
             if node.id in self.local and node.id not in bound:
-                self.flagged.add((node.lineno, node.col_offset, node.id))
+                self.flagged[(node.lineno, node.col_offset, node.id)] = conditional
 
 
-def _loads(expr: ast.expr, load_too: bool) -> Iterable[ast.Name]:
-    """The names an expression surely reads: not those Python may skip (operands after the
-    first of ``and``/``or``, the arms of ``a if c else b``, a comprehension's element and
-    conditions, which run only for the items there are), nor a nested function's."""
-    stack: list[ast.AST] = [expr]
+def _loads(expr: ast.expr, load_too: bool) -> Iterable[tuple[ast.Name, bool]]:
+    """The names an expression reads, each with whether Python may skip the read (operands
+    after the first of ``and``/``or``, the arms of ``a if c else b``, a comprehension's
+    element and conditions, which run only for the items there are); not a nested
+    function's."""
+    stack: list[tuple[ast.AST, bool]] = [(expr, False)]
     while stack:
-        node = stack.pop()
+        node, conditional = stack.pop()
         if isinstance(node, ast.Name):
             if isinstance(node.ctx, ast.Load) or load_too:
-                yield node
+                yield node, conditional
         elif isinstance(node, ast.Lambda):
             continue
         elif isinstance(node, ast.BoolOp):
-            stack.append(node.values[0])
+            stack.append((node.values[0], conditional))
+            stack.extend((value, True) for value in node.values[1:])
         elif isinstance(node, ast.IfExp):
-            stack.append(node.test)
+            stack += [(node.test, conditional), (node.body, True), (node.orelse, True)]
         elif isinstance(node, ast.GeneratorExp | ast.ListComp | ast.SetComp | ast.DictComp):
-            stack.append(node.generators[0].iter)  # evaluated in the enclosing scope
+            first = node.generators[0].iter  # evaluated in the enclosing scope
+            stack.append((first, conditional))
+            stack.extend(
+                (child, True) for child in ast.iter_child_nodes(node) if child is not first
+            )
         else:
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend((child, conditional) for child in ast.iter_child_nodes(node))
 
 
 def _is_store(expr: ast.expr) -> bool:

@@ -423,6 +423,15 @@ def merged_then_shared_next_time(x, y):
     return np.sum(F * x)
 
 
+def shared_by_the_loop_then_updated(x):
+    E = x * 1.0
+    F = x * 2.0
+    for j in range(2):
+        F = E
+    F *= 1.1
+    return np.sum(E * F)
+
+
 def first_bound_in_a_loop(x):
     for k in range(2):
         t = x * 2.0
@@ -467,6 +476,9 @@ def test_updating_in_place_an_array_another_name_may_hold_is_refused(tmp_path: P
         # Accepted for a while: the merged E counted as its own array, though the next
         # iteration's E += y changes the array F took (value 9.71 where NumPy gives 7.86).
         ("merged_then_shared_next_time", "E += ..."),
+        # After the loop F is E's array (NumPy scales E too): was accepted, value 1.078
+        # where NumPy gives 1.1858.
+        ("shared_by_the_loop_then_updated", "F *= ..."),
     ]:
         with pytest.raises(UnsupportedSyntaxError, match=re.escape(update)) as caught:
             grad(getattr(module, name))
@@ -1122,3 +1134,22 @@ def test_an_int_array_to_an_int_power_with_zeros(tmp_path: Path) -> None:
         da, dn = grad(fn, mode=mode)(a, n)
         np.testing.assert_allclose(da, [0.0, 1.0, 6.0])
         np.testing.assert_allclose(dn, [np.log(2.0), 0.0, 9.0 * np.log(3.0)])
+
+
+def test_indexing_a_pick_of_two_parameters_reads_the_one_picked(tmp_path: Path) -> None:
+    """`M = A if c else B; M[0]` always read B[0] (the second arm's alias of the parameter
+    won), and so did every `for M in (A, B): ... M[0]`: wrong values and gradients."""
+    from tests.helpers import module_from_source
+
+    module = module_from_source(
+        tmp_path,
+        "import numpy as np\n\n\n"
+        "def pick(A, B, c):\n    M = A if c > 0.0 else B\n    return np.sum(M[0] * M[0])\n\n\n"
+        "def both(A, B):\n    tot = 0.0\n    for M in (A, B):\n        tot = tot + np.sum(M[0])\n"
+        "    return tot\n",
+    )
+    A, B = np.arange(6.0).reshape(2, 3) / 10.0, np.arange(6.0, 12.0).reshape(2, 3) / 10.0
+    for c in (1.0, -1.0):
+        check_gradient(module.pick, grad(module.pick, wrt=(0, 1)), (A, B, c), (0, 1))
+    assert module.both(A, B) == pytest.approx(np.sum(A[0]) + np.sum(B[0]))
+    check_gradient(module.both, grad(module.both, wrt=(0, 1)), (A, B), (0, 1))

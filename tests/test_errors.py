@@ -15,6 +15,7 @@ U, N = UnsupportedSyntaxError, NoDerivativeError
 # (body of f(x, y), the text the caret must point at, error class, message fragment)
 CASES = [
     ("t = (x, y)\nfor v in t:\n    x = x * v\nreturn x", "t:", N, "functions that use NumPy"),
+    (f"for v in ({', '.join(['x'] * 33)}):\n    y = y * v\nreturn y", "(x, x", U, "at most 32"),
     ("for a, b in range(3):\n    x = x * 2\nreturn x", "a, b", U, "single name"),
     ("for i in range():\n    x = x * 2\nreturn x", "range()", U, "1 to 3"),
     ("while x > 0:\n    x = x - 1\nelse:\n    print(x)\nreturn x", "print", U, "expression"),

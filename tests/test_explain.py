@@ -474,6 +474,11 @@ def g(g, result):
     return g * g * result
 
 
+def h(x):
+    h = x * 2.0
+    return h + x
+
+
 def counts(x, len):
     t = x
     for c in (1.0, 2.0):
@@ -503,6 +508,12 @@ def test_the_compilers_own_variables_never_show_under_a_users_name(named):
 def test_the_output_is_told_apart_from_a_variable_of_the_same_name(named):
     result_line = str(explain(named.g, 1.5, 2.0)).splitlines()[-1]
     assert "dg_out/dg = 6" in result_line and "dg/dg" not in result_line
+    forward = [s.formula for s in explain(named.h, 1.5).steps if s.sweep == "forward"]
+    assert forward[-1] == "h_out = h + x", forward  # a local h: the output was shown as h
+    from adcompile.graph import executed_graph
+
+    dot = executed_graph(explain(named.g, 1.5, 2.0)).source
+    assert "dg_out/dg = 6" in dot and "dg/dg" not in dot
 
 
 def test_a_parameter_named_like_a_builtin_stays_out_of_the_builtins_numbers(named):

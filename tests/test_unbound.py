@@ -185,3 +185,38 @@ def test_reads_python_may_skip_get_no_check(tmp_path, name, args, expected):
     for mode in ("reverse", "forward"):
         assert grad(fn, wrt=0, mode=mode)(*args) == expected
     assert value_and_grad(fn, wrt=0)(*args)[1] == expected
+
+
+CHECKED_WHERE_READ = """
+def while_on_unbound(x):
+    if x > 0:
+        flag = True
+    while flag:
+        flag = False
+    return x * x
+
+
+def arm_reads_unbound(x):
+    if x > 0:
+        y = x
+    z = x if x > 0 else y
+    return z * 3.0
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "bound_at", "expected"),
+    [("while_on_unbound", 1.5, 3.0), ("arm_reads_unbound", 2.0, 3.0)],
+)
+def test_checks_sit_where_python_reads(tmp_path, name, bound_at, expected):
+    """A while test's check ran before the loop's entry copy (always raising), and then was
+    dropped (a number where Python raises); an arm of `a if c else b` was not checked."""
+    fn = getattr(module_from_source(tmp_path, CHECKED_WHERE_READ), name)
+    with pytest.raises(UnboundLocalError):
+        fn(-1.0)
+    for mode in ("reverse", "forward"):
+        assert grad(fn, mode=mode)(bound_at) == expected
+        with pytest.raises(UnboundLocalError):
+            grad(fn, mode=mode)(-1.0)
+    with pytest.raises(UnboundLocalError):
+        value_and_grad(fn)(-1.0)
