@@ -44,7 +44,13 @@ def owns_value(value: ast.expr) -> bool:
     if name in SHARING or not isinstance(owner, ast.Name | ast.Attribute):
         return False
     # np.f(...) makes a new array; x.f(...) only for the whole-array reductions (x.sum())
-    return _is_numpy(owner) or (name in _WHOLE_REDUCTIONS and not value.args)
+    # and x.copy()
+    whole = not value.args and not value.keywords
+    return (
+        _is_numpy(owner)
+        or (name in _WHOLE_REDUCTIONS and not value.args)
+        or (name == "copy" and whole)
+    )
 
 
 def is_number(value: ast.expr) -> bool:

@@ -198,7 +198,10 @@ UNSUPPORTED_EXPRESSIONS: dict[type[ast.expr], str] = {
     ast.Slice: "slices are not supported in scalar code",
 }
 UNSUPPORTED_TARGETS: dict[type[ast.expr], str] = {
-    ast.Subscript: "assigning to an item (`x[i] = ...`) is not supported; use a new name",
+    ast.Subscript: (
+        "assigning to an item (`x[i] = ...`) is not supported; use a new name, and build "
+        "arrays from their parts (`np.array([a, b])`, `np.concatenate`, `np.where`)"
+    ),
     ast.Attribute: "assigning to an attribute (`obj.a = ...`) is not supported; use a new name",
     ast.Starred: "starred assignment (`a, *rest = ...`) is not supported",
     ast.Tuple: "nested tuple assignment is not supported; unpack one level at a time",

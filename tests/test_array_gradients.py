@@ -1153,3 +1153,16 @@ def test_indexing_a_pick_of_two_parameters_reads_the_one_picked(tmp_path: Path) 
         check_gradient(module.pick, grad(module.pick, wrt=(0, 1)), (A, B, c), (0, 1))
     assert module.both(A, B) == pytest.approx(np.sum(A[0]) + np.sum(B[0]))
     check_gradient(module.both, grad(module.both, wrt=(0, 1)), (A, B), (0, 1))
+
+
+def test_a_copy_method_is_a_new_array_of_its_own(tmp_path: Path) -> None:
+    """`x.copy()` had no rule ("the method `.copy()` has no derivative rule"); it is np.copy,
+    and updating the copy in place leaves x alone, as in NumPy."""
+    fn = function_from_source(
+        tmp_path,
+        "import numpy as np\n\n\ndef f(x):\n    u = x.copy()\n    u += x * x\n"
+        "    return np.sum(u * x)\n",
+    )
+    x = np.array([0.5, -1.0, 2.0])
+    check_gradient(fn, grad(fn, wrt=(0,)), (x,), (0,))  # finite differences; x unchanged
+    np.testing.assert_allclose(grad(fn)(x), 2.0 * x + 3.0 * x * x)  # d/dx sum(x^2 + x^3)

@@ -42,7 +42,7 @@ CASES = [
     ("z = {'a': x}\nreturn x", "{'a'", U, "dicts"),
     ("s = f'{x}'\nreturn x", "f'", U, "f-strings"),
     ("x.attr = 1.0\nreturn x", "x.attr", U, "assigning to an attribute"),
-    ("z = x\nz[0] = 1.0\nreturn x", "z[0]", U, "assigning to an item"),
+    ("z = x\nz[0] = 1.0\nreturn x", "z[0]", U, "build arrays from their parts"),
     ("a, *b = x, y, y\nreturn x", "*b", U, "starred"),
     ("return x & y", "x & y", U, "`&`"),
     ("return ~x", "~x", U, "`~`"),
