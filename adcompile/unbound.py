@@ -84,6 +84,9 @@ class _Analysis:
     def __init__(self, local: set[str]) -> None:
         self.local = local
         self.flagged: dict[Read, bool] = {}
+        # Local functions (def, or a lambda assigned to a name): the enclosing variables
+        # their bodies read, each with whether that read may be skipped.
+        self.functions: dict[str, list[tuple[ast.Name, bool]]] = {}
         self.breaks: list[Bound] = []  # per enclosing loop: bound where a `break` leaves it
 
     def block(self, body: list[ast.stmt], bound: Bound) -> Bound:
@@ -121,11 +124,19 @@ class _Analysis:
             return bound
         if cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
             bound.add(stmt.name)  # its body runs when called, with its own scope
+            if cls is ast.FunctionDef:
+                self.functions[stmt.name] = _free_reads(stmt.args, stmt.body)
             return bound
         for child in ast.iter_child_nodes(stmt):  # Assign, AnnAssign, Expr, ...
             if isinstance(child, ast.expr) and not _is_store(child):
                 self.reads(child, bound)
-        bound |= _assigned_by(stmt)
+        assigned = _assigned_by(stmt)
+        for name in assigned:  # a name rebound to something else is no longer that function
+            self.functions.pop(name, None)
+        value = getattr(stmt, "value", None)
+        if isinstance(value, ast.Lambda) and len(assigned) == 1:
+            self.functions[next(iter(assigned))] = _free_reads(value.args, [value.body])
+        bound |= assigned
         return bound
 
     def loop(self, stmt: ast.For | ast.While, entry: set[str], exit_: Bound) -> Bound:
@@ -142,6 +153,12 @@ class _Analysis:
         for node, conditional in _loads(expr, load_too):
             if node.id in self.local and node.id not in bound:
                 self.flagged[(node.lineno, node.col_offset, node.id)] = conditional
+            # A call of a local function reads, where it is made, the enclosing variables
+            # its body reads (the body is inlined there).
+            for inner, skipped in self.functions.get(node.id, ()) if node.id in bound else ():
+                if inner.id in self.local and inner.id not in bound:
+                    read = (inner.lineno, inner.col_offset, inner.id)
+                    self.flagged[read] = self.flagged.get(read, True) and (conditional or skipped)
 
 
 def _loads(expr: ast.expr, load_too: bool) -> Iterable[tuple[ast.Name, bool]]:
@@ -170,6 +187,37 @@ def _loads(expr: ast.expr, load_too: bool) -> Iterable[tuple[ast.Name, bool]]:
             )
         else:
             stack.extend((child, conditional) for child in ast.iter_child_nodes(node))
+
+
+def _free_reads(args: ast.arguments, body: list) -> list[tuple[ast.Name, bool]]:
+    """The reads in a local function's body of names it does not bind itself (parameters,
+    assignments): the enclosing function's variables, read when it is called."""
+    own = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    for node in body:
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
+                own.add(inner.id)
+    found = []
+    for node in body:
+        parts = [node] if isinstance(node, ast.expr) else _expressions(node)
+        for part in parts:
+            found += [(n, c) for n, c in _loads(part, False) if n.id not in own]
+    return found
+
+
+def _expressions(stmt: ast.stmt) -> list[ast.expr]:
+    """The expressions of a statement and of the statements it holds (not nested defs)."""
+    found = []
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.stmt) and node is not stmt and isinstance(node, ast.FunctionDef):
+            continue
+        if isinstance(node, ast.stmt):
+            found += [
+                c
+                for c in ast.iter_child_nodes(node)
+                if isinstance(c, ast.expr) and not _is_store(c)
+            ]
+    return found
 
 
 def _is_store(expr: ast.expr) -> bool:

@@ -220,3 +220,36 @@ def test_checks_sit_where_python_reads(tmp_path, name, bound_at, expected):
             grad(fn, mode=mode)(-1.0)
     with pytest.raises(UnboundLocalError):
         value_and_grad(fn)(-1.0)
+
+
+CLOSURES = """
+def lambda_reads_later_variable(x):
+    g = lambda t: t * y
+    if x > 0:
+        y = x
+    z = g(x)
+    return 2.0 * x
+
+
+def def_reads_later_variable(x):
+    def h(t):
+        return t * y
+
+    if x > 0:
+        y = x
+    return h(x) + x
+"""
+
+
+@pytest.mark.parametrize("name", ["lambda_reads_later_variable", "def_reads_later_variable"])
+def test_a_local_function_reading_an_unbound_enclosing_variable(tmp_path, name):
+    """The analysis did not look inside local functions: `grad` returned 2.0 (or raised a
+    TypeError about None) where Python raises NameError ("free variable 'y'")."""
+    fn = getattr(module_from_source(tmp_path, CLOSURES), name)
+    with pytest.raises(NameError):
+        fn(-0.5)
+    for mode in ("reverse", "forward"):
+        with pytest.raises(NameError):  # UnboundLocalError is a NameError
+            grad(fn, mode=mode)(-0.5)
+    expected = 2.0 if name.startswith("lambda") else 2.0 * 1.5 + 1.0
+    assert grad(fn)(1.5) == pytest.approx(expected)
