@@ -45,12 +45,9 @@ def owns_value(value: ast.expr) -> bool:
         return False
     # np.f(...) makes a new array; x.f(...) only for the whole-array reductions (x.sum())
     # and x.copy()
-    whole = not value.args and not value.keywords
-    return (
-        _is_numpy(owner)
-        or (name in _WHOLE_REDUCTIONS and not value.args)
-        or (name == "copy" and whole)
-    )
+    if _is_numpy(owner) or (name in _WHOLE_REDUCTIONS and not value.args):
+        return True
+    return name == "copy" and not value.args and not value.keywords
 
 
 def is_number(value: ast.expr) -> bool:
@@ -133,20 +130,18 @@ class OwnedArrays:
         not bound on that path): the one array they all hold, or an own array (or number)
         if each path's is."""
         roots = {self.root(source) for source in sources if source is not None}
+        # Whatever a loop's entry made of ``version`` (a header) is decided here afresh;
+        # with none of the cases below it is an array of its own that nobody owns.
+        self.roots.pop(version, None)
+        self.own.discard(version)
         if len(roots) == 1:
             self.roots[version] = roots.pop()
-            self.own.discard(version)
         elif all(root in self.numbers for root in roots):
-            self.roots.pop(version, None)
             self.own.add(version)
             self.numbers.add(version)
         elif all(self._owned_by(name, root) for root in roots):
-            self.roots.pop(version, None)
             self.own.add(version)
             self.merge_sources[version] = roots  # judged again at a loop's back edges
-        else:  # an array another name may hold: no longer what a loop's entry made it
-            self.roots.pop(version, None)
-            self.own.discard(version)
 
     def refusal(self, version: str, name: str) -> bool:
         """True if updating ``version`` (of the user's ``name``) in place could change another

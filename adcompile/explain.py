@@ -362,9 +362,7 @@ class _Interpreter:
     # ----- names -----------------------------------------------------------------------
     def display(self, name: str) -> str:
         """The user's name for a version of a variable (``x_2`` -> ``x``)."""
-        if name == self.core.output:
-            return self.fname
-        return self.core.names.shown_as(name) if self.core.names is not None else name
+        return self.core.shown_as(name, self.fname)
 
     def text(self, expr: ast.expr) -> str:
         """Source text of a display expression, without the ``math.`` prefix."""

@@ -130,9 +130,7 @@ class _StaticGraph:
         self.strip = re.compile(rf"\b(?:{re.escape(core.math_alias)}|math)\.")
 
     def display(self, name: str) -> str:
-        if name == self.core.output:
-            return self.fname
-        return self.core.names.shown_as(name) if self.core.names is not None else name
+        return self.core.shown_as(name, self.fname)
 
     def fresh(self, stem: str) -> str:
         self.count += 1

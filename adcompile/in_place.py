@@ -34,9 +34,9 @@ def scatter_in_place(statements: list[ast.stmt], scatter: str, into: Callable[[]
 def _zeroed_before(block: list[ast.stmt], k: int) -> list[str]:
     """The names the statements just before ``block[k]`` set to ``np.zeros_like(...)``."""
     names = []
-    while k > 0 and _zeros_like_target(block[k - 1]) is not None:
+    while k > 0 and (name := _zeros_like_target(block[k - 1])) is not None:
+        names.append(name)
         k -= 1
-        names.append(_zeros_like_target(block[k]))
     return names
 
 

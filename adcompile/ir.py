@@ -193,6 +193,12 @@ class CoreFunction:
     # Helper functions (``array_helpers.py``) the generated code calls, by their alias.
     helpers: dict[str, str] = field(default_factory=dict)
 
+    def shown_as(self, name: str, output_label: str) -> str:
+        """How explanations show a version: the output's label, or the name behind it."""
+        if name == self.output:
+            return output_label
+        return self.names.shown_as(name) if self.names is not None else name
+
     def helper(self, name: str) -> str:
         """The generated module's name for a helper function (allocated on first use)."""
         return helper_alias(self.helpers, self.names, name)

@@ -79,8 +79,8 @@ RENDERABLE_MODULES = {"math": math}
 # Calls of the user's functions inlined into one generated function, at most. Each call is
 # a copy of the callee's body; a helper calling another twice, nested d deep, makes 2**d.
 MAX_INLINED = 5_000
-# `for v in (a, b, ...)` over the function's own values picks each item by a chain of tests;
-# longer literal sequences keep the indexing (and its message).
+# `for v in (a, b, ...)` over the function's own values picks each item by a chain of tests,
+# of at most this many items (a longer one is refused with its own message).
 MAX_LITERAL_LOOP = 32
 # Builtins generated code may call where no derivative is needed (branch tests).
 NONDIFF_BUILTINS = frozenset(
@@ -957,8 +957,9 @@ class Lowerer(ArrayLowering):
         callee, shown = self._callee(node.func)
         if helper_name(callee) == "gradient_like" and self._assembled_gradient(node, target):
             return
-        summed = self._scatter_sum(node) if helper_name(callee) == "scatter_into" else None
-        if summed is not None and len(node.args) == 4 and not node.keywords:
+        is_scatter_into = helper_name(callee) == "scatter_into" and len(node.args) == 4
+        summed = self._scatter_sum(node) if is_scatter_into and not node.keywords else None
+        if summed is not None:
             self._lower_into(summed, target)
             return
         if helper_name(callee) == "split_adjoint" and len(node.args) == 3 and not node.keywords:

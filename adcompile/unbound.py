@@ -151,14 +151,16 @@ class _Analysis:
 
     def reads(self, expr: ast.expr, bound: set[str], load_too: bool = False) -> None:
         for node, conditional in _loads(expr, load_too):
-            if node.id in self.local and node.id not in bound:
-                self.flagged[(node.lineno, node.col_offset, node.id)] = conditional
-            # A call of a local function reads, where it is made, the enclosing variables
-            # its body reads (the body is inlined there).
-            for inner, skipped in self.functions.get(node.id, ()) if node.id in bound else ():
-                if inner.id in self.local and inner.id not in bound:
-                    read = (inner.lineno, inner.col_offset, inner.id)
-                    self.flagged[read] = self.flagged.get(read, True) and (conditional or skipped)
+            self._flag(node, conditional, bound)
+            if node.id in bound:  # a local function called here reads, here, the enclosing
+                for inner, skipped in self.functions.get(node.id, ()):  # variables its body
+                    self._flag(inner, conditional or skipped, bound)  # reads (it is inlined)
+
+    def _flag(self, node: ast.Name, conditional: bool, bound: set[str]) -> None:
+        """Record a read of an unbound local; one that is unconditional anywhere stays so."""
+        if node.id in self.local and node.id not in bound:
+            read = (node.lineno, node.col_offset, node.id)
+            self.flagged[read] = self.flagged.get(read, True) and conditional
 
 
 def _loads(expr: ast.expr, load_too: bool) -> Iterable[tuple[ast.Name, bool]]:
@@ -206,18 +208,15 @@ def _free_reads(args: ast.arguments, body: list) -> list[tuple[ast.Name, bool]]:
 
 
 def _expressions(stmt: ast.stmt) -> list[ast.expr]:
-    """The expressions of a statement and of the statements it holds (not nested defs)."""
-    found = []
-    for node in ast.walk(stmt):
-        if isinstance(node, ast.stmt) and node is not stmt and isinstance(node, ast.FunctionDef):
-            continue
-        if isinstance(node, ast.stmt):
-            found += [
-                c
-                for c in ast.iter_child_nodes(node)
-                if isinstance(c, ast.expr) and not _is_store(c)
-            ]
-    return found
+    """The expressions a statement and the statements in it read (a nested def's too: they
+    are read where it is called, inside this body)."""
+    return [
+        child
+        for node in ast.walk(stmt)
+        if isinstance(node, ast.stmt)
+        for child in ast.iter_child_nodes(node)
+        if isinstance(child, ast.expr) and not _is_store(child)
+    ]
 
 
 def _is_store(expr: ast.expr) -> bool:
