@@ -204,15 +204,15 @@ _MAX_LOOP_DEPTH = 19
 
 def _block_depth(statements: list[ast.stmt], counted: tuple[type, ...] = ()) -> int:
     """How deep the blocks of ``statements`` nest (0 for none); with ``counted``, how many
-    statements of those kinds enclose one another at most."""
-    deepest, stack = 0, [(s, 1) for s in statements if isinstance(s, BLOCK_STATEMENTS)]
+    statements of those kinds enclose one another at most (an `if` among loops adds none)."""
+    deepest, stack = 0, [(s, 0) for s in statements if isinstance(s, BLOCK_STATEMENTS)]
     while stack:  # compound statements only: most are simple, and hold no block
-        stmt, depth = stack.pop()
+        stmt, outside = stack.pop()  # how many counted statements enclose stmt
+        depth = outside + (1 if not counted or isinstance(stmt, counted) else 0)
         deepest = max(deepest, depth)
-        step = 1 if not counted or isinstance(stmt, counted) else 0
         for field_name in block_fields(stmt.__class__):
             stack.extend(
-                (inner, depth + step)
+                (inner, depth)
                 for inner in getattr(stmt, field_name)
                 if isinstance(inner, BLOCK_STATEMENTS)
             )

@@ -629,6 +629,11 @@ def test_twenty_nested_loops_are_refused_clearly_and_nineteen_work(tmp_path: Pat
     source = _nested_loops(19).replace("range(2)", "range(1)")  # one pass: s = x * x
     fn = function_from_source(tmp_path, source.replace("def f", "def g"), "g")
     assert grad(fn)(1.5) == 3.0 and grad(fn, mode="forward")(1.5) == 3.0
+    # An `if` inside the innermost loop is no loop: it was counted as a 20th.
+    innermost = " " * 4 * 20 + "s = s + x * x"
+    guarded = source.replace(innermost, " " * 4 * 20 + "if x > 0:\n    " + innermost)
+    fn = function_from_source(tmp_path, guarded.replace("def f", "def h"), "h")
+    assert grad(fn)(1.5) == 3.0 and grad(fn, mode="forward")(1.5) == 3.0
 
 
 def test_inlining_that_doubles_at_each_level_stops_with_a_message(tmp_path: Path) -> None:
