@@ -11,7 +11,8 @@ template leaves its inputs alone. The helpers that generated gradient code calls
 code again) and cases here; their arguments depend on each other (an adjoint shaped like a
 result), so those cases draw the whole argument list (``Case.make``). The elementwise rules
 are also checked on scalars against ``sympy.diff``, a few against float32 inputs, and the
-helpers of ``array_helpers.py`` have unit tests of their own.
+helpers of ``array_helpers.py`` have unit tests of their own. Every other rule is checked
+against ``sympy.diff`` on these same cases in ``test_array_rules_sympy.py``.
 
 A case marked ``xfail`` (strict) records a known defect of a rule: the case fails today, and
 will report XPASS, failing the run, once the rule is fixed and the mark must go.
