@@ -1,21 +1,25 @@
-"""Every array rule that is not elementwise, against SymPy's exact derivatives.
+"""Every array rule and every array tangent template, against SymPy's exact derivatives.
 
-``test_array_rules.py`` checks each array rule template against finite differences on its
-``CASES`` and checks the elementwise rules on scalars against ``sympy.diff``. This file adds
-the exact check for the rest (reductions, linear algebra, shapes, indexing, and the helpers
-that generated gradient code calls, which have rules of their own for second derivatives).
+``test_array_rules.py`` checks the array rule templates against finite differences on its
+``CASES`` (and the elementwise ones on scalars against ``sympy.diff``);
+``test_array_tangent_rules.py`` does the same for the forward-mode tangent templates. This
+file checks both kinds against exact derivatives on those same cases: reductions, linear
+algebra, shapes, indexing, broadcasting elementwise functions, and the helpers that
+generated gradient code calls (they have rules of their own, for second derivatives).
 
-For each case, the arguments the rule differentiates become NumPy object arrays of SymPy
-symbols; the primal is run on them (most NumPy functions accept object arrays; the few that
-do not have a SymPy counterpart in ``SYMBOLIC``), which gives each element of the result as
-an exact expression. The expected adjoint of argument ``i`` is then ``d <g, f(args)> / d
-args[i]`` by ``sympy.diff``, evaluated at the case's point in 40-digit arithmetic, and the
-template's float64 adjoint must agree with it to ``RTOL``. A new rule gets this check by
-being in the rule table: if SymPy cannot run its primal, the check fails and names it.
+The primal runs on NumPy object arrays of SymPy expressions: most NumPy functions accept
+them; elementwise ones run their SymPy counterpart on each element; the few others have a
+counterpart in ``symbolic_table``. For a rule, each differentiated argument becomes an array
+of symbols, and the expected adjoint of argument ``i`` is ``d <g, f(args)> / d args[i]``
+by ``sympy.diff``; for a tangent template, argument ``i`` becomes ``args[i] + t d`` and the
+expected term is ``d f / dt`` at ``t = 0``. Both are evaluated at the case's point in
+40-digit arithmetic, and the float64 templates must agree to ``RTOL``. A new rule gets both
+checks by being in the rule table: if SymPy cannot run its primal, the check names it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import operator
@@ -25,6 +29,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from adcompile.forward import array_tangent_template
 from adcompile.rules.array_helpers import (
     assemble,
     cofactors,
@@ -44,12 +49,15 @@ from .test_array_rules import (
     draw_like,
     is_elementwise,
     rule_id,
+    sympy_table,
 )
+from .test_array_tangent_rules import entry_of, term_of
 
 RTOL = 1e-9  # float64 templates against exact derivatives: rounding only
 DIGITS = 40  # precision of SymPy's evaluation at the case's point
 
 Symbolic = Callable[..., Any]
+ELEMENTWISE_PRIMALS = frozenset(rule.primal for rule in RULES if is_elementwise(rule))
 
 
 # ----- SymPy counterparts of the primals NumPy cannot run on object arrays -----------------
@@ -67,6 +75,15 @@ def _each(function: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return apply
 
 
+def _balanced(combine: Callable[..., Any], items: list[Any]) -> Any:
+    """``combine`` of all ``items`` as a balanced tree of pairs, unevaluated: SymPy
+    differentiates that in time linear in the count (a flat ``Max`` of n takes n**2)."""
+    while len(items) > 1:
+        pairs = [combine(*items[k : k + 2], evaluate=False) for k in range(0, len(items) - 1, 2)]
+        items = pairs + items[len(items) - len(items) % 2 :]
+    return items[0]
+
+
 def _grouped_reduce(combine: Callable[..., Any]) -> Symbolic:
     """A reduction ``combine(*elements)`` over ``axis`` (an int, a tuple or None)."""
 
@@ -79,7 +96,7 @@ def _grouped_reduce(combine: Callable[..., Any]) -> Symbolic:
         groups = np.transpose(x, kept + axes).reshape([x.shape[a] for a in kept] + [-1])
         out = np.empty(groups.shape[:-1], dtype=object)
         for index in np.ndindex(out.shape):
-            out[index] = combine(*groups[index])
+            out[index] = _balanced(combine, list(groups[index]))
         if keepdims:
             out = np.expand_dims(out, tuple(axes))
         return out[()] if out.ndim == 0 else out
@@ -185,6 +202,10 @@ def symbols_like(value: Any, tag: str) -> Any:
 
 def run_symbolically(rule: Rule, args: Sequence[Any], statics: Mapping[str, object]) -> Any:
     """The rule's primal on symbolic arguments: NumPy itself, or its SymPy counterpart."""
+    if rule.primal in ELEMENTWISE_PRIMALS:  # the scalar SymPy counterpart, element by element
+        # A boolean condition (np.where) as 0.0/1.0: SymPy's false is no number.
+        args = [a.astype(float) if np.asarray(a).dtype == bool else a for a in args]
+        return np.frompyfunc(sympy_table()[rule.primal][0], rule.arity, 1)(*args)
     counterpart = symbolic_table().get(rule.primal)
     if counterpart is None:
         return call_primal(rule, args, statics)
@@ -250,13 +271,72 @@ def check_against_sympy(rule: Rule, case: Case, seed: int = 0) -> None:
         )
 
 
-NON_ELEMENTWISE = [rule for rule in RULES if not is_elementwise(rule)]
+def exact(value: Any) -> Any:
+    """A float or float array as 40-digit SymPy numbers (an object array for an array)."""
+    import sympy
+
+    if not isinstance(value, np.ndarray):
+        return sympy.Float(float(value), DIGITS)
+    return np.frompyfunc(lambda v: sympy.Float(float(v), DIGITS), 1, 1)(value)
+
+
+def exact_tangent(
+    rule: Rule,
+    statics: Mapping[str, object],
+    args: Sequence[Any],
+    wrt: tuple[int, ...],
+    i: int,
+    d: Any,
+) -> Any:
+    """``d f(args with args[i] + t d) / dt`` at ``t = 0``, exact, as floats."""
+    import sympy
+
+    t = sympy.Symbol("t", real=True)
+    # Every differentiated argument exact (object arrays, as the helpers' dtype logic then
+    # sees consistently); argument ``i`` moving along ``d``.
+    moved = [exact(a) if j in wrt else a for j, a in enumerate(args)]
+    moved[i] = moved[i] + t * (exact(d) if isinstance(d, np.ndarray) else d)
+    value = run_symbolically(rule, moved, statics)
+    rate = np.frompyfunc(lambda v: float(sympy.diff(v, t).subs(t, 0).evalf(DIGITS)), 1, 1)
+    return np.asarray(rate(value), dtype=np.float64)
+
+
+def check_tangent_against_sympy(
+    rule: Rule, case: Case, template: Any = None, seed: int = 0
+) -> None:
+    """Each argument's tangent term on ``case`` equals SymPy's exact rate of change."""
+    where = f"tangent of {rule_id(rule)}, case {case.label}"
+    template = template or array_tangent_template(rule)
+    rng = np.random.default_rng(seed)
+    args = case.arguments(rng)
+    statics = dict(case.statics)
+    result = call_primal(rule, args, statics)
+    wrt = differentiated(case, args)
+    for i in wrt:
+        d = draw_like(rng, np.shape(args[i]))
+        try:
+            expected = exact_tangent(rule, statics, args, wrt, i, d)
+        except (TypeError, ValueError) as exc:
+            raise AssertionError(
+                f"{where}: SymPy cannot run the primal on symbols ({exc}); add a counterpart "
+                "to SYMBOLIC in tests/test_array_rules_sympy.py"
+            ) from exc
+        term = 0.0
+        if entry_of(rule, template, i) is not None:
+            term = term_of(rule, template, i, args, result, d, statics)
+        got = np.broadcast_to(np.asarray(term, dtype=np.float64), np.shape(expected))
+        scale = 1.0 + float(np.max(np.abs(expected), initial=0.0))
+        error = float(np.max(np.abs(got - expected), initial=0.0))
+        assert error <= RTOL * scale, (
+            f"{where}, argument {i}: the template's term differs from SymPy's by {error!r}"
+            f"\ntemplate: {got!r}\nSymPy:    {expected!r}"
+        )
 
 
 def _params() -> list:
-    """One parameter per (rule, case) of the rules this file checks, known defects marked."""
+    """One parameter per (rule, case), the known defects of rules marked."""
     params = []
-    for rule in NON_ELEMENTWISE:
+    for rule in RULES:
         for case in CASES.get((rule.primal, rule.arity), []):
             marks = []
             if case.xfail:
@@ -270,12 +350,16 @@ def test_rule_matches_sympy(rule: Rule, case: Case) -> None:
     check_against_sympy(rule, case)
 
 
-def test_every_rule_is_checked_against_sympy_somewhere() -> None:
-    # The elementwise rules are checked on scalars in test_array_rules.py; the rest here,
-    # once per case (and every rule has a case: test_every_array_rule_has_a_case).
-    assert NON_ELEMENTWISE and len(NON_ELEMENTWISE) + sum(map(is_elementwise, RULES)) == len(RULES)
-    unchecked = [rule_id(r) for r in NON_ELEMENTWISE if not CASES.get((r.primal, r.arity))]
-    assert not unchecked, f"rules without a SymPy-checked case: {unchecked}"
+@pytest.mark.parametrize(("rule", "case"), _params())
+def test_tangent_matches_sympy(rule: Rule, case: Case) -> None:
+    check_tangent_against_sympy(rule, case)
+
+
+def test_every_rule_is_checked() -> None:
+    # Guards against parametrizing over nothing, and against rules the checks skip.
+    checked = {rule_id(p.values[0]) for p in _params()}
+    assert len(_params()) > 300
+    assert checked == {rule_id(rule) for rule in RULES}
 
 
 def test_symbolic_table_names_only_rules() -> None:
@@ -316,8 +400,6 @@ def _rule(primal: object, arity: int) -> Rule:
     ids=["trace-scaled", "inv-transposed", "matmul-negated", "max-halved"],
 )
 def test_a_wrong_template_fails(primal: object, arity: int, change: Callable[[Any], Any]) -> None:
-    import dataclasses
-
     rule = _rule(primal, arity)
     broken = dataclasses.replace(rule, template=_wrong(rule.template, change))
     case = CASES[(primal, arity)][-1]
@@ -326,8 +408,30 @@ def test_a_wrong_template_fails(primal: object, arity: int, change: Callable[[An
 
 
 def test_a_primal_sympy_cannot_run_is_named() -> None:
-    import dataclasses
-
     rule = dataclasses.replace(_rule(np.trace, 1), primal=lambda x: math.fsum(np.ravel(x)))
     with pytest.raises(AssertionError, match="add a counterpart to SYMBOLIC"):
         check_against_sympy(rule, CASES[(np.trace, 1)][0])
+
+
+def test_a_wrong_tangent_fails() -> None:
+    from adcompile.rules import RuleTable
+
+    def trace_tangent(x, result, g):
+        return np.trace(g) * 1.0000001  # off in the 7th digit
+
+    wrong = RuleTable().register(np.trace, trace_tangent)
+    with pytest.raises(AssertionError, match="term differs from SymPy"):
+        check_tangent_against_sympy(_rule(np.trace, 1), CASES[(np.trace, 1)][0], wrong)
+
+
+def test_a_wrong_derived_elementwise_tangent_fails() -> None:
+    # Elementwise tangents are derived from the reverse templates (forward.py): a wrong
+    # reverse template must show in the tangent too.
+    rule = _rule(np.tanh, 1)
+    broken = dataclasses.replace(rule, template=_tanh_off)
+    with pytest.raises(AssertionError, match="term differs from SymPy"):
+        check_tangent_against_sympy(broken, CASES[(np.tanh, 1)][0])
+
+
+def _tanh_off(x, result, g):
+    return g * (1.0 - result * result * 1.0000001)
