@@ -149,3 +149,33 @@ def test_compile_table_holds_each_row_to_its_own_target() -> None:
         table
     )
     assert "| 500 | 680 | 1 | 90.0 | 90.0 | 90.0 | 2341 |  |" in table
+
+
+def test_compile_sizes_take_turns() -> None:
+    # A load change during the run must fall on every size alike: one compile of each size
+    # per round, for as many rounds as each size has runs.
+    order: list[int] = []
+
+    def fake_grad(fn):
+        order.append(len(inspect.getsource(fn).splitlines()))
+        return fn
+
+    settings = straight_line.Settings(
+        samples=1, warmup=0, sample_ns=1, compile_runs={20: 3, 40: 1}, operation_runs={10: 2}
+    )
+    rows = straight_line.run_compiles(settings, fake_grad)
+    assert [len(row.times_ms) for row in rows] == [2, 3, 1]
+    sizes = [row.n_ops for row in rows]
+    lines = {n: n + 3 for n in sizes}  # def line, run comment, return, then the statements
+    assert order == [lines[sizes[0]], lines[20], lines[40], lines[sizes[0]], lines[20], lines[20]]
+
+
+def test_compile_table_reports_growth_per_generated_line() -> None:
+    rows = [
+        straight_line.CompileRow(2000, (100.0,), 1000, 2800),
+        straight_line.CompileRow(8000, (460.0,), 4400, 11100),
+    ]
+    table = "\n".join(straight_line.compile_lines(rows))
+    assert "time(8000) / time(2000) = 4.60 (linear is 4; target ≤ 4.5: **NO**)" in table
+    assert "generated code grows 4.40-fold" in table
+    assert "time per generated line grows 1.05-fold" in table

@@ -252,33 +252,73 @@ def run_runtime(workload: Workload, grad: Grad, settings: Settings) -> RuntimeRo
     return RuntimeRow(workload, *(c.median() for c in candidates))
 
 
+@dataclasses.dataclass
+class CompileJob:
+    """The generated function of one size, and its compile times so far."""
+
+    n_ops: int  # statements
+    runs: int
+    source: str
+    sized_for_operations: int | None = None
+    times_ms: list[float] = dataclasses.field(default_factory=list)
+    generated_lines: int | None = None
+
+    def compile_once(self, grad: Grad) -> None:
+        """Time ``grad(fn)`` once, on a fresh module of this job's function."""
+        run = len(self.times_ms)
+        # A distinct comment per run keeps any text-keyed cache from short-cutting the work.
+        text = self.source.replace("):\n", f"):\n    # compile run {run}\n", 1)
+        fn = load_function(f"compile{self.n_ops}_{run}", text, PRIMAL_NAME)
+        gc.collect()
+        start = time.perf_counter_ns()
+        generated = grad(fn)
+        self.times_ms.append((time.perf_counter_ns() - start) / 1e6)
+        generated_source = getattr(generated, "source", None)
+        self.generated_lines = len(generated_source.splitlines()) if generated_source else None
+
+    def row(self) -> CompileRow:
+        """The job's times as a report row."""
+        return CompileRow(
+            self.n_ops,
+            tuple(self.times_ms),
+            self.generated_lines,
+            count_operations(self.source),
+            self.sized_for_operations,
+        )
+
+
+def compile_job(n_ops: int, runs: int, sized_for_operations: int | None = None) -> CompileJob:
+    """A job for the generated ``n_ops``-statement function (seed 0, 4 inputs)."""
+    source, _ = straight_line_source(n_ops, 4, 0)
+    return CompileJob(n_ops, runs, source, sized_for_operations)
+
+
 def run_compile(
     n_ops: int, runs: int, grad: Grad, sized_for_operations: int | None = None
 ) -> CompileRow:
     """Time ``grad(fn)`` on fresh modules of a generated ``n_ops``-statement function."""
-    source, _ = straight_line_source(n_ops, 4, 0)
-    times = []
-    lines = None
-    for run in range(runs):
-        # A distinct comment per run keeps any text-keyed cache from short-cutting the work.
-        text = source.replace("):\n", f"):\n    # compile run {run}\n", 1)
-        fn = load_function(f"compile{n_ops}_{run}", text, PRIMAL_NAME)
-        gc.collect()
-        start = time.perf_counter_ns()
-        generated = grad(fn)
-        times.append((time.perf_counter_ns() - start) / 1e6)
-        generated_source = getattr(generated, "source", None)
-        lines = len(generated_source.splitlines()) if generated_source else None
-    return CompileRow(n_ops, tuple(times), lines, count_operations(source), sized_for_operations)
+    job = compile_job(n_ops, runs, sized_for_operations)
+    for _ in range(runs):
+        job.compile_once(grad)
+    return job.row()
 
 
 def run_compiles(settings: Settings, grad: Grad) -> list[CompileRow]:
-    """The compile-time rows: functions sized by operations first, then by statements."""
-    rows = [
-        run_compile(statements_for_operations(n), runs, grad, sized_for_operations=n)
+    """The compile-time rows: functions sized by operations first, then by statements.
+
+    The sizes take turns, one compile each per round, so that a change in the machine's
+    load during the run falls on every size alike and the growth ratio compares like with
+    like."""
+    jobs = [
+        compile_job(statements_for_operations(n), runs, sized_for_operations=n)
         for n, runs in settings.operation_runs.items()
     ]
-    return rows + [run_compile(n, runs, grad) for n, runs in settings.compile_runs.items()]
+    jobs += [compile_job(n, runs) for n, runs in settings.compile_runs.items()]
+    for round_ in range(max((job.runs for job in jobs), default=0)):
+        for job in jobs:
+            if round_ < job.runs:
+                job.compile_once(grad)
+    return [job.row() for job in jobs]
 
 
 # --------------------------------------------------------------------------- report
@@ -358,11 +398,19 @@ def compile_lines(rows: Sequence[CompileRow]) -> list[str]:
         "",
     ]
     if 2000 in by_size and 8000 in by_size:
-        scaling = by_size[8000].median() / by_size[2000].median()
+        small, large = by_size[2000], by_size[8000]
+        scaling = large.median() / small.median()
         lines.append(
             f"time(8000) / time(2000) = {scaling:.2f} (linear is 4; target ≤ {SCALING_TARGET}: "
             f"{verdict(scaling <= SCALING_TARGET)})"
         )
+        if small.generated_lines and large.generated_lines:
+            code = large.generated_lines / small.generated_lines
+            lines.append(
+                f"The generated code grows {code:.2f}-fold from 2,000 to 8,000 statements "
+                f"(the longer program has more accumulations per statement): time per "
+                f"generated line grows {scaling / code:.2f}-fold."
+            )
         lines.append("")
     return lines
 
