@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 SHARING = frozenset(
     {"reshape", "transpose", "ravel", "squeeze", "swapaxes", "view", "asarray", "asanyarray"}
     | {"expand_dims", "broadcast_to", "atleast_1d", "atleast_2d", "moveaxis", "diagonal"}
+    | {"flip"}
 )
 # Reductions that give a number when they take the whole array (no axis, no keepdims).
 _WHOLE_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "var", "std", "norm"})

@@ -513,6 +513,30 @@ CASES[(np.full, 2)] = [
     )
 ]
 
+# Running sums and reorderings: axis=None flattens (cumsum) or reverses every axis (flip).
+CASES[(np.cumsum, 1)] = [
+    Case(label, (shape,), statics=statics)
+    for label, shape, statics in (
+        ("flattened", (2, 3, 4), {}),
+        ("axis=None-matrix", (3, 4), {"axis": None}),
+        ("axis=0", (3, 4), {"axis": 0}),
+        ("axis=1", (2, 3, 4), {"axis": 1}),
+        ("axis=-1", (2, 3, 4), {"axis": -1}),
+        ("vector", (5,), {}),
+        ("float", None, {}),
+    )
+]
+CASES[(np.flip, 1)] = [
+    Case(label, (shape,), statics=statics)
+    for label, shape, statics in (
+        ("all-axes", (2, 3, 4), {}),
+        ("axis=0", (3, 4), {"axis": 0}),
+        ("axis=-1", (2, 3, 4), {"axis": -1}),
+        ("axis=(0,2)", (2, 3, 4), {"axis": (0, 2)}),
+        ("vector", (5,), {}),
+        ("float", None, {}),
+    )
+]
 
 # ----- the helpers that generated gradient code calls (differentiated again by hessian) -----
 

@@ -373,6 +373,24 @@ def getitem(x, result, g, *, index):
     return scatter(g, x, index)
 
 
+# ----- running sums, reorderings ------------------------------------------------------------
+# With axis=None NumPy flattens x first: the adjoint is then 1-d and takes x's shape back.
+@array_rule(np.cumsum)
+def cumsum(x, result, g, *, axis=None):
+    # A running sum's adjoint is the running sum from the other end (flip, cumsum, flip:
+    # functions with rules of their own, so second derivatives need nothing more).
+    return (
+        np.reshape(np.flip(np.cumsum(np.flip(g))), np.shape(x))
+        if axis is None
+        else np.flip(np.cumsum(np.flip(g, axis), axis), axis)
+    )
+
+
+@array_rule(np.flip)
+def flip(x, result, g, *, axis=None):
+    return np.flip(g, axis)  # a reversal is its own inverse and its own transpose
+
+
 # ----- arrays built from lists: one adjoint per element -----------------------------------
 @array_rule(np.concatenate, variadic=True)
 def concatenate(arrays, result, g, *, axis=0):
@@ -535,6 +553,16 @@ def inv_tangent(x, result, g):
 @array_tangent(operator.getitem)
 def getitem_tangent(x, result, g, *, index):
     return g[index]
+
+
+@array_tangent(np.cumsum)
+def cumsum_tangent(x, result, g, *, axis=None):
+    return np.cumsum(g, axis)
+
+
+@array_tangent(np.flip)
+def flip_tangent(x, result, g, *, axis=None):
+    return np.flip(g, axis)
 
 
 # Variadic: ``g`` is the list of the elements' tangents (zeros for constant elements).

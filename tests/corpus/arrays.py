@@ -848,6 +848,50 @@ add(
 )
 
 
+# --- running sums, reorderings (added after issue 4) ---------------------------------------------
+
+
+def running_sums(x, w):
+    return np.sum(np.cumsum(x * w, axis=1) ** 2) + np.sum(np.sin(np.cumsum(x)))
+
+
+def running_sums_grad(x, w):
+    # A running sum's adjoint is the running sum of the adjoint from the other end.
+    rows = 2.0 * np.cumsum(x * w, axis=1)
+    rows = np.cumsum(rows[:, ::-1], axis=1)[:, ::-1]
+    flat = np.cos(np.cumsum(x))
+    flat = np.cumsum(flat[::-1])[::-1].reshape(x.shape)
+    return rows * w + flat, rows * x
+
+
+add(
+    running_sums,
+    lambda rng: (normal(rng, 3, 4), normal(rng, 3, 4)),
+    "x, w: (3, 4); one running sum along rows, one over the flattened x",
+    ("np.cumsum", "axis:int"),
+    (0, 1),
+    running_sums_grad,
+)
+
+
+def flips(x, w):
+    return np.sum(np.flip(x, 0) * w) + np.sum(np.flip(x) ** 3) + np.sum(np.flip(w, (0, 1)) * x * x)
+
+
+def flips_grad(x, w):
+    return w[::-1] + 3.0 * x**2 + 2.0 * x * w[::-1, ::-1], x[::-1] + (x * x)[::-1, ::-1]
+
+
+add(
+    flips,
+    lambda rng: (normal(rng, 3, 4), normal(rng, 3, 4)),
+    "x, w: (3, 4); flipped along one axis, all axes, and an axis tuple",
+    ("np.flip",),
+    (0, 1),
+    flips_grad,
+)
+
+
 # --- named workloads ----------------------------------------------------------------------------
 
 
@@ -1580,6 +1624,9 @@ NP_FUNCTIONS = (
     "linalg.norm",
     "linalg.det",
     "linalg.inv",
+    # added after issue 4
+    "cumsum",
+    "flip",
 )
 
 # Every feature of issue 4 that the corpus must cover. A tag maps to text that must appear in
