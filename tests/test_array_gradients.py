@@ -576,6 +576,9 @@ ERRORS = [
     ("return np.sum(np.concatenate(x))", "np.concatenate(x)", UnsupportedSyntaxError, "list"),
     ("return np.trace(x, 1)", "1)", UnsupportedSyntaxError, "takes (x) here"),
     ("return np.sum(x, 0, False, 3)", "3)", UnsupportedSyntaxError, "(x, axis=, keepdims=)"),
+    ("return np.sum(np.diff(x, prepend=0.0))", "prepend", UnsupportedSyntaxError, "`prepend`"),
+    ("return np.sum(np.diff(x, 1, 0, 0.0))", "0.0)", UnsupportedSyntaxError, "(x, n=, axis=)"),
+    ("return np.sum(np.roll(x) * x)", "np.roll", UnsupportedSyntaxError, "needs its `shift`"),
 ]
 
 
@@ -1178,3 +1181,62 @@ def test_a_copy_method_is_a_new_array_of_its_own(tmp_path: Path) -> None:
     x = np.array([0.5, -1.0, 2.0])
     check_gradient(fn, grad(fn, wrt=(0,)), (x,), (0,))  # finite differences; x unchanged
     np.testing.assert_allclose(grad(fn)(x), 2.0 * x + 3.0 * x * x)  # d/dx sum(x^2 + x^3)
+
+
+# ----- running sums, differences, reorderings: what the corpus does not show -----------------
+STATICS_SOURCE = """
+import numpy as np
+
+
+def differences_of_order(x, k):
+    return np.sum(np.diff(x, n=k) ** 2)
+
+
+def rolled_by(x, k):
+    return np.sum(np.roll(x, k) * x[::-1])
+
+
+def order_zero_updated(x):
+    d = np.diff(x, 0)  # x itself, as NumPy returns it
+    d += 1.0
+    return np.sum(x * d)
+
+
+def order_k_updated(x, k):
+    d = np.diff(x, k)
+    d += 1.0
+    return np.sum(d * d)
+
+
+def order_one_updated(x):
+    d = np.diff(x)  # a new array
+    d += 1.0
+    return np.sum(d * d)
+"""
+
+
+def test_computed_orders_and_shifts(tmp_path: Path) -> None:
+    """``n`` and ``shift`` computed at run time are static arguments, as ``axis=k`` is."""
+    from tests.helpers import module_from_source
+
+    module = module_from_source(tmp_path, STATICS_SOURCE)
+    x = np.random.default_rng(17).normal(size=6)
+    for k in (0, 1, 2, 5, 7):  # 7: beyond the length, an empty difference
+        fn = module.differences_of_order
+        check_gradient(fn, grad(fn, wrt=(0,)), (x, k), (0,))
+        np.testing.assert_allclose(grad(fn, wrt=0, mode="forward")(x, k), grad(fn, wrt=0)(x, k))
+    for k in (0, 2, -3, 8):
+        check_gradient(module.rolled_by, grad(module.rolled_by, wrt=(0,)), (x, k), (0,))
+
+
+def test_an_order_zero_difference_is_its_argument(tmp_path: Path) -> None:
+    """np.diff(x, 0) is x itself: updating it in place is refused, unless the order is a
+    literal above 0 (a new array)."""
+    from tests.helpers import module_from_source
+
+    module = module_from_source(tmp_path, STATICS_SOURCE)
+    for name in ("order_zero_updated", "order_k_updated"):
+        with pytest.raises(UnsupportedSyntaxError, match=r"`d \+= \.\.\.` would change in place"):
+            grad(getattr(module, name))
+    x = np.array([0.5, -1.0, 2.0, 0.25])
+    check_gradient(module.order_one_updated, grad(module.order_one_updated, wrt=(0,)), (x,), (0,))

@@ -40,6 +40,7 @@ from adcompile.rules.array_helpers import (
     contraction,
     contraction_adjoint_a,
     contraction_adjoint_b,
+    diff_adjoint,
     extreme_adjoint,
     extreme_tangent,
     gradient_like,
@@ -537,6 +538,30 @@ CASES[(np.flip, 1)] = [
         ("float", None, {}),
     )
 ]
+CASES[(np.roll, 1)] = [
+    Case(label, (shape,), statics=statics)
+    for label, shape, statics in (
+        ("flattened", (3, 4), {"shift": 5}),
+        ("axis=0", (3, 4), {"shift": 1, "axis": 0}),
+        ("negative-axis=-1", (2, 3, 4), {"shift": -2, "axis": -1}),
+        ("tuples", (2, 3, 4), {"shift": (1, -2), "axis": (0, 2)}),
+        ("beyond-the-length", (5,), {"shift": 12}),
+        ("float", None, {"shift": 1}),
+    )
+]
+# (label, shape of x, n, axis) of np.diff, for its rule and diff_adjoint's.
+DIFFS: tuple[tuple[str, tuple[int, ...], int, int], ...] = (
+    ("vector", (6,), 1, -1),
+    ("rows", (3, 5), 1, -1),
+    ("n=2-axis=0", (5, 3), 2, 0),
+    ("n=3-axis=1", (2, 6, 3), 3, 1),
+    ("n=0", (3, 4), 0, -1),
+    ("n=length", (2, 3), 3, -1),  # an empty result: nothing depends on x
+    ("n-beyond-length", (4, 2), 5, 0),
+)
+CASES[(np.diff, 1)] = [
+    Case(label, (shape,), statics={"n": n, "axis": axis}) for label, shape, n, axis in DIFFS
+]
 
 # ----- the helpers that generated gradient code calls (differentiated again by hessian) -----
 
@@ -700,6 +725,15 @@ CASES[(trace_adjoint, 2)] = [
         ("4d", (3, 2, 2, 2)),
     )
 ]
+CASES[(diff_adjoint, 2)] = [
+    Case(
+        label,
+        make=part_and(functools.partial(np.diff, n=n, axis=axis), (shape,)),
+        statics={"n": n, "axis": axis},
+    )
+    for label, shape, n, axis in DIFFS
+]
+
 
 # (label, shape of x, axis, keepdims) of the reductions whose adjoint helpers take statics.
 REDUCED = (

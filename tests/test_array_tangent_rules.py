@@ -132,7 +132,7 @@ def check_tangent_case(
     args = case.arguments(rng)
     statics = dict(case.statics)
     result = call_primal(rule, args, statics)
-    scale = 1.0 + float(np.max(np.abs(result)))
+    scale = 1.0 + float(np.max(np.abs(result), initial=0.0))  # initial: an empty result
     for i in checked_arguments(case, args):
         for _ in range(DIRECTIONS):
             d = draw_like(rng, np.shape(args[i]))

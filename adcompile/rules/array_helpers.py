@@ -293,6 +293,17 @@ def trace_adjoint(g, x):
     return eye * g
 
 
+def diff_adjoint(g, x, n, axis):
+    """The adjoint of ``np.diff(x, n, axis)``: ``g`` with ``n`` zeros added at both ends of
+    ``axis``, differenced ``n`` times, times ``(-1) ** n`` (one difference's transpose is
+    minus the difference of ``g`` padded with a zero at each end)."""
+    if np.shape(g)[axis] == 0:  # n >= the length: nothing depended on x
+        return np.zeros(np.shape(x), np.result_type(g, 1.0))
+    widths = [(0, 0)] * np.ndim(g)
+    widths[axis] = (n, n)
+    return (-1.0) ** n * np.diff(np.pad(g, widths), n, axis)
+
+
 def gradient_like(tree, parts):
     """The gradient of a parameter, shaped like ``tree``, from the adjoints of its parts.
 
@@ -525,6 +536,7 @@ HELPERS = {
     "contraction_adjoint_a": contraction_adjoint_a,
     "contraction_adjoint_b": contraction_adjoint_b,
     "trace_adjoint": trace_adjoint,
+    "diff_adjoint": diff_adjoint,
     "gradient_like": gradient_like,
     "_merged": _merged,
     "_add_parts": _add_parts,
@@ -574,6 +586,7 @@ HELPER_DEPENDENCIES = {
     "contraction_adjoint_a": ("unbroadcast",),
     "contraction_adjoint_b": ("unbroadcast",),
     "trace_adjoint": (),
+    "diff_adjoint": (),
     "gradient_like": ("unbroadcast", "_merged", "_add_parts"),
     "_merged": (),
     "_add_parts": (),

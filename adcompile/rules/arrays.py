@@ -21,6 +21,7 @@ from .array_helpers import (
     cofactors,
     contraction_adjoint_a,
     contraction_adjoint_b,
+    diff_adjoint,
     extreme_adjoint,
     extreme_tangent,
     matmul_adjoint_a,
@@ -391,6 +392,17 @@ def flip(x, result, g, *, axis=None):
     return np.flip(g, axis)  # a reversal is its own inverse and its own transpose
 
 
+@array_rule(np.roll)
+def roll(x, result, g, *, shift, axis=None):
+    # Rolled back; np.negative, as the shift may be a tuple (one per axis of a tuple axis).
+    return np.roll(g, np.negative(shift), axis)
+
+
+@array_rule(np.diff)
+def diff(x, result, g, *, n=1, axis=-1):
+    return diff_adjoint(g, x, n, axis)
+
+
 # ----- arrays built from lists: one adjoint per element -----------------------------------
 @array_rule(np.concatenate, variadic=True)
 def concatenate(arrays, result, g, *, axis=0):
@@ -563,6 +575,16 @@ def cumsum_tangent(x, result, g, *, axis=None):
 @array_tangent(np.flip)
 def flip_tangent(x, result, g, *, axis=None):
     return np.flip(g, axis)
+
+
+@array_tangent(np.roll)
+def roll_tangent(x, result, g, *, shift, axis=None):
+    return np.roll(g, shift, axis)
+
+
+@array_tangent(np.diff)
+def diff_tangent(x, result, g, *, n=1, axis=-1):
+    return np.diff(g, n, axis)
 
 
 # Variadic: ``g`` is the list of the elements' tangents (zeros for constant elements).

@@ -27,6 +27,7 @@ from .array_helpers import (
     contraction,
     contraction_adjoint_a,
     contraction_adjoint_b,
+    diff_adjoint,
     extreme_adjoint,
     extreme_tangent,
     join_part,
@@ -181,6 +182,16 @@ def trace_adjoint_rule(part, x, result, g):
 @array_tangent(trace_adjoint)
 def trace_adjoint_tangent(part, x, result, g):
     return trace_adjoint(g, x), None
+
+
+@array_rule(diff_adjoint)
+def diff_adjoint_rule(part, x, result, g, *, n, axis):
+    return np.diff(g, n, axis), None
+
+
+@array_tangent(diff_adjoint)
+def diff_adjoint_tangent(part, x, result, g, *, n, axis):
+    return diff_adjoint(g, x, n, axis), None
 
 
 @array_rule(split_part)

@@ -892,6 +892,60 @@ add(
 )
 
 
+def rolls(x, w):
+    return (
+        np.sum(np.roll(x, 1) * w)
+        + np.sum(np.roll(x, (1, -2), axis=(0, 1)) ** 3)
+        + np.sum(np.sin(np.roll(x * w, -1, axis=0)))
+    )
+
+
+def rolls_grad(x, w):
+    # A roll moves elements without changing them: sum(roll(x, 1) * w) = sum(x * roll(w, -1)).
+    wave = np.cos(x * w)
+    return np.roll(w, -1) + 3.0 * x**2 + wave * w, np.roll(x, 1) + wave * x
+
+
+add(
+    rolls,
+    lambda rng: (normal(rng, 3, 4), normal(rng, 3, 4)),
+    "x, w: (3, 4); rolled flattened, along a tuple of axes, and along one axis",
+    ("np.roll", "axis:tuple"),
+    (0, 1),
+    rolls_grad,
+)
+
+
+def differences(x, w):
+    return np.sum(np.diff(x) ** 2 * w[:, 1:]) + np.sum(np.sin(np.diff(x * w, n=2, axis=0)))
+
+
+def differences_grad(x, w):
+    step = x[:, 1:] - x[:, :-1]
+    inner = 2.0 * step * w[:, 1:]
+    gx, gw = np.zeros_like(x), np.zeros_like(w)
+    gx[:, 1:] += inner
+    gx[:, :-1] -= inner
+    gw[:, 1:] += step**2
+    u = x * w
+    outer = np.cos(u[2:] - 2.0 * u[1:-1] + u[:-2])
+    gu = np.zeros_like(u)
+    gu[2:] += outer
+    gu[1:-1] -= 2.0 * outer
+    gu[:-2] += outer
+    return gx + gu * w, gw + gu * x
+
+
+add(
+    differences,
+    lambda rng: (normal(rng, 4, 5), normal(rng, 4, 5)),
+    "x, w: (4, 5); first differences along rows, second differences down columns",
+    ("np.diff", "axis:int"),
+    (0, 1),
+    differences_grad,
+)
+
+
 # --- named workloads ----------------------------------------------------------------------------
 
 
@@ -1627,6 +1681,8 @@ NP_FUNCTIONS = (
     # added after issue 4
     "cumsum",
     "flip",
+    "roll",
+    "diff",
 )
 
 # Every feature of issue 4 that the corpus must cover. A tag maps to text that must appear in
