@@ -445,6 +445,18 @@ for _primal in (np.linalg.det, np.linalg.inv, cofactors):
         *cases(well_conditioned, ("2x2", ((2, 2),)), ("3x3", ((3, 3),))),
         Case("stack", ((2, 3, 3),), well_conditioned),
     ]
+# NumPy 2: b is one vector only when b.ndim == 1; otherwise (..., M, K), stacks broadcast.
+CASES[(np.linalg.solve, 2)] = cases(
+    (well_conditioned, ANY),
+    ("vector", ((3, 3), (3,))),
+    ("matrix-rhs", ((3, 3), (3, 2))),
+    ("one-column", ((3, 3), (3, 1))),
+    ("stack-vector", ((2, 3, 3), (3,))),
+    ("stack-stack", ((2, 3, 3), (2, 3, 2))),
+    ("stack-matrix-rhs", ((2, 3, 3), (3, 2))),
+    ("matrix-stack-rhs", ((3, 3), (2, 3, 4))),
+    ("broadcast-stacks", ((2, 1, 3, 3), (4, 3, 2))),
+)
 CASES[(operator.getitem, 1)] = index_cases()
 CASES[(np.concatenate, 1)] = [
     Case("default-axis", ((3,), (2,))),

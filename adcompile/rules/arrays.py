@@ -369,6 +369,29 @@ def inv(x, result, g):
     return -np.swapaxes(result, -1, -2) @ g @ np.swapaxes(result, -1, -2)
 
 
+@array_rule(np.linalg.solve)
+def solve(a, b, result, g):
+    # x = solve(a, b): b's adjoint is solve(a^T, g), a's is -solve(a^T, g) x^T, each summed
+    # over the stacks broadcasting added.
+    # NumPy 2 reads b as one vector only when b.ndim == 1 (x then has a's stack shape, and
+    # g too): g is solved as a column, and ga is a (stack of) outer products.
+    column = np.ndim(b) == 1
+    solved = (
+        np.linalg.solve(np.swapaxes(a, -1, -2), g[..., None])[..., 0]
+        if column
+        else np.linalg.solve(np.swapaxes(a, -1, -2), g)
+    )
+    return (
+        unbroadcast(
+            -(solved[..., :, None] * result[..., None, :])
+            if column
+            else -(solved @ np.swapaxes(result, -1, -2)),
+            a,
+        ),
+        unbroadcast(solved, b),
+    )
+
+
 @array_rule(operator.getitem)
 def getitem(x, result, g, *, index):
     return scatter(g, x, index)
@@ -560,6 +583,18 @@ def det_tangent(x, result, g):
 @array_tangent(np.linalg.inv)
 def inv_tangent(x, result, g):
     return -result @ g @ result
+
+
+@array_tangent(np.linalg.solve)
+def solve_tangent(a, b, result, g):
+    # dx = solve(a, db - da x); a vector x (b.ndim == 1) is multiplied as a column.
+    column = np.ndim(b) == 1
+    return (
+        -np.linalg.solve(a, g @ result[..., None])[..., 0]
+        if column
+        else -np.linalg.solve(a, g @ result),
+        np.linalg.solve(a, g),
+    )
 
 
 @array_tangent(operator.getitem)

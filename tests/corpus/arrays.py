@@ -946,6 +946,60 @@ add(
 )
 
 
+def linear_solves(A, b, B):
+    x = np.linalg.solve(A, b)
+    X = np.linalg.solve(A, B)
+    return np.sum(x**2) + np.sum(np.sin(X)) + x @ b
+
+
+def linear_solves_grad(A, b, B):
+    inverse = np.linalg.inv(A)
+    x, X = inverse @ b, inverse @ B
+    gb = inverse.T @ (2.0 * x + b)  # through x = A^-1 b
+    gB = inverse.T @ np.cos(X)
+    return -np.outer(gb, x) - gB @ X.T, gb + x, gB
+
+
+add(
+    linear_solves,
+    lambda rng: (invertible(rng, 3), normal(rng, 3), normal(rng, 3, 2)),
+    "A: (3, 3) = I + 0.3 N / sqrt(3), b: (3,), B: (3, 2)",
+    ("np.linalg.solve", "op:@"),
+    (0, 1, 2),
+    linear_solves_grad,
+)
+
+
+def stacked_solves(S, b, C):
+    return np.sum(np.linalg.solve(S, b) ** 2) + np.sum(np.linalg.solve(S, C) * C)
+
+
+def stacked_solves_grad(S, b, C):
+    gS, gb, gC = np.zeros_like(S), np.zeros_like(b), np.zeros_like(C)
+    for k in range(len(S)):  # a 1-d b is one vector for every matrix of the stack (NumPy 2)
+        inverse = np.linalg.inv(S[k])
+        x, X = inverse @ b, inverse @ C[k]
+        u, U = inverse.T @ (2.0 * x), inverse.T @ C[k]
+        gS[k] = -np.outer(u, x) - U @ X.T
+        gb += u
+        gC[k] = X + U
+    return gS, gb, gC
+
+
+add(
+    stacked_solves,
+    lambda rng: (
+        np.stack([invertible(rng, 3) for _ in range(4)]),
+        normal(rng, 3),
+        normal(rng, 4, 3, 2),
+    ),
+    "S: (4, 3, 3) of I + 0.3 N / sqrt(3), b: (3,) (one vector for each), C: (4, 3, 2)",
+    ("np.linalg.solve",),
+    (0, 1, 2),
+    stacked_solves_grad,
+)
+
+
 # --- named workloads ----------------------------------------------------------------------------
 
 
@@ -1683,6 +1737,7 @@ NP_FUNCTIONS = (
     "flip",
     "roll",
     "diff",
+    "linalg.solve",
 )
 
 # Every feature of issue 4 that the corpus must cover. A tag maps to text that must appear in
