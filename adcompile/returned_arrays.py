@@ -29,6 +29,7 @@ _ALLOCATING_HELPERS = frozenset(
         "extreme_adjoint",
         "trace_adjoint",
         "diff_adjoint",
+        "cumprod_adjoint",
     }
 )
 _UNKNOWN = object()  # assigned in a nested block: any of several values

@@ -40,6 +40,8 @@ from adcompile.rules.array_helpers import (
     contraction,
     contraction_adjoint_a,
     contraction_adjoint_b,
+    cumprod_adjoint,
+    cumprod_jvp,
     diff_adjoint,
     extreme_adjoint,
     extreme_tangent,
@@ -137,6 +139,19 @@ def with_zeros(rng: np.random.Generator, shape: Shape) -> Any:
     values = signed(0.5, 1.5)(rng, shape)
     values.flat[[0, 1, values.size - 1]] = 0.0
     return values
+
+
+def zeros_at(*positions: int) -> Domain:
+    """Values away from zero except exact zeros at the flat ``positions`` (negative: from
+    the end), as in the middle of a running product."""
+
+    def draw(rng: np.random.Generator, shape: Shape) -> Any:
+        """Draw, then put the zeros in."""
+        values = signed(0.5, 1.5)(rng, shape)
+        values.flat[[p % values.size for p in positions]] = 0.0
+        return values
+
+    return draw
 
 
 def clip_inputs(rng: np.random.Generator, shape: Shape) -> Any:
@@ -550,6 +565,23 @@ CASES[(np.flip, 1)] = [
         ("float", None, {}),
     )
 ]
+# Running products: exact zeros first, in the middle, twice in a row, last.
+CUMPRODS: tuple[tuple[str, tuple[int, ...], int | None, Domain], ...] = (
+    ("flattened", (2, 3, 4), None, signed(0.5, 1.5)),
+    ("axis=0", (3, 4), 0, signed(0.5, 1.5)),
+    ("axis=-1", (2, 3, 4), -1, signed(0.5, 1.5)),
+    ("vector", (6,), None, signed(0.5, 1.5)),
+    ("zeros-flattened", (3, 4), None, with_zeros),
+    ("zeros-axis=1", (3, 4), 1, with_zeros),
+    ("zeros-axis=0", (3, 4), 0, with_zeros),
+    ("zero-inside", (7,), None, zeros_at(3)),
+    ("zeros-inside-axis=1", (2, 6), 1, zeros_at(2, 4, 7, 8)),
+    ("zero-last", (5,), 0, zeros_at(-1)),
+)
+CASES[(np.cumprod, 1)] = [
+    *(Case(label, (shape,), domain, {"axis": axis}) for label, shape, axis, domain in CUMPRODS),
+    Case("float", (None,), NONZERO),
+]
 CASES[(np.roll, 1)] = [
     Case(label, (shape,), statics=statics)
     for label, shape, statics in (
@@ -736,6 +768,20 @@ CASES[(trace_adjoint, 2)] = [
         ("3d", (2, 2, 3)),
         ("4d", (3, 2, 2, 2)),
     )
+]
+# cumprod_adjoint(part, x): part shaped like np.cumprod(x); cumprod_jvp(v, x): v like x.
+# Moving x checks their second derivatives (cumprod_pairs, and cumprod_second as a tangent).
+CASES[(cumprod_adjoint, 2)] = [
+    Case(
+        label,
+        make=part_and(functools.partial(np.cumprod, axis=axis), (shape,), domain),
+        statics={"axis": axis},
+    )
+    for label, shape, axis, domain in CUMPRODS
+]
+CASES[(cumprod_jvp, 2)] = [
+    Case(label, make=part_and(np.copy, (shape,), domain), statics={"axis": axis})
+    for label, shape, axis, domain in CUMPRODS
 ]
 CASES[(diff_adjoint, 2)] = [
     Case(

@@ -21,6 +21,8 @@ from .array_helpers import (
     cofactors,
     contraction_adjoint_a,
     contraction_adjoint_b,
+    cumprod_adjoint,
+    cumprod_jvp,
     diff_adjoint,
     extreme_adjoint,
     extreme_tangent,
@@ -397,7 +399,7 @@ def getitem(x, result, g, *, index):
     return scatter(g, x, index)
 
 
-# ----- running sums, reorderings ------------------------------------------------------------
+# ----- running sums and products, differences, reorderings -------------------------------
 # With axis=None NumPy flattens x first: the adjoint is then 1-d and takes x's shape back.
 @array_rule(np.cumsum)
 def cumsum(x, result, g, *, axis=None):
@@ -408,6 +410,11 @@ def cumsum(x, result, g, *, axis=None):
         if axis is None
         else np.flip(np.cumsum(np.flip(g, axis), axis), axis)
     )
+
+
+@array_rule(np.cumprod)
+def cumprod(x, result, g, *, axis=None):
+    return cumprod_adjoint(g, x, axis)  # exact with zeros: it never divides by x
 
 
 @array_rule(np.flip)
@@ -605,6 +612,11 @@ def getitem_tangent(x, result, g, *, index):
 @array_tangent(np.cumsum)
 def cumsum_tangent(x, result, g, *, axis=None):
     return np.cumsum(g, axis)
+
+
+@array_tangent(np.cumprod)
+def cumprod_tangent(x, result, g, *, axis=None):
+    return cumprod_jvp(g, x, axis)
 
 
 @array_tangent(np.flip)

@@ -892,6 +892,55 @@ add(
 )
 
 
+def running_products(x, w):
+    return np.sum(np.cumprod(x, axis=1) * w) + np.sum(np.cumprod(x) ** 2)
+
+
+def _cumprod_vjp(x, g):
+    """The adjoint of np.cumprod along the last axis, by brute force: x[j]'s partials are the
+    running products of x with x[j] set to 1, from j on (exact with zeros)."""
+    out = np.zeros_like(x)
+    for j in np.ndindex(x.shape):
+        ones = x.copy()
+        ones[j] = 1.0
+        out[j] = np.sum((g * np.cumprod(ones, axis=-1))[..., j[-1] :][j[:-1]])
+    return out
+
+
+def running_products_grad(x, w):
+    flat = _cumprod_vjp(x.ravel(), 2.0 * np.cumprod(x))
+    return _cumprod_vjp(x, w) + flat.reshape(x.shape), np.cumprod(x, axis=1)
+
+
+def _with_zeros(rng):
+    x = away(rng, 3, 4, gap=0.5, bound=1.5)
+    x[0, 1] = x[1, 2] = x[1, 3] = x[2, 0] = 0.0  # first, inside, twice in a row, last
+    return x
+
+
+add(
+    running_products,
+    lambda rng: (_with_zeros(rng), normal(rng, 3, 4)),
+    "x: (3, 4), 0.5 <= |x| < 1.5 but for four exact zeros; w: (3, 4)",
+    ("np.cumprod", "axis:int"),
+    (0, 1),
+    running_products_grad,
+)
+
+
+def running_methods(x, w):
+    return np.sum(x.cumsum(axis=0) * w) + np.sum(x.cumprod(1) * w) + np.sum(x.cumprod() ** 2)
+
+
+add(
+    running_methods,
+    lambda rng: (away(rng, 3, 4, gap=0.5, bound=1.2), normal(rng, 3, 4)),
+    "x: (3, 4), 0.5 <= |x| < 1.2; w: (3, 4)",
+    ("x.cumsum()", "x.cumprod()"),
+    (0, 1),
+)
+
+
 def rolls(x, w):
     return (
         np.sum(np.roll(x, 1) * w)
@@ -1738,6 +1787,7 @@ NP_FUNCTIONS = (
     "roll",
     "diff",
     "linalg.solve",
+    "cumprod",
 )
 
 # Every feature of issue 4 that the corpus must cover. A tag maps to text that must appear in
@@ -1752,6 +1802,8 @@ FEATURES: dict[str, str | None] = {
     **{f"np.{name}": f"np.{name}(" for name in NP_FUNCTIONS},
     "x.sum()": ".sum(",
     "x.mean()": ".mean(",
+    "x.cumsum()": ".cumsum(",
+    "x.cumprod()": ".cumprod(",
     "axis:int": "axis=",
     "axis:tuple": "axis=(",
     "keepdims": "keepdims=True",
