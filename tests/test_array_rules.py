@@ -343,6 +343,11 @@ for _primal, _domain in (
     (np.sinh, ANY),
     (np.cosh, ANY),
     (np.tanh, ANY),
+    (np.arcsinh, ANY),
+    (np.arccosh, uniform(1.1, 3.0)),
+    (np.arctanh, UNIT),
+    (np.cbrt, NONZERO),
+    (np.exp2, ANY),
     (np.exp, ANY),
     (np.expm1, ANY),
     (np.log, POSITIVE),
@@ -365,6 +370,10 @@ for _primal, _domain in (
     CASES[(_primal, 1)] = unary(_domain)
 CASES[(np.arctan2, 2)] = binary(signed(0.3, 2.0), signed(0.3, 2.0))
 CASES[(np.hypot, 2)] = binary(signed(0.3, 2.0), signed(0.3, 2.0))
+CASES[(np.logaddexp, 2)] = [
+    *binary(),
+    Case("far-apart", ((3, 4), (3, 4)), (uniform(-2.0, 2.0), uniform(30.0, 40.0))),
+]
 CASES[(np.maximum, 2)] = binary(on_grid(0.25), on_grid(0.75))
 CASES[(np.minimum, 2)] = binary(on_grid(0.25), on_grid(0.75))
 CASES[(np.where, 3)] = [
@@ -908,11 +917,11 @@ def test_case_labels_are_unique() -> None:
 
 
 def test_a_rule_without_a_case_fails_by_name() -> None:
-    def cbrt(x, result, g):
-        return g / (3.0 * result * result)
+    def deg2rad(x, result, g):
+        return g * (np.pi / 180.0)
 
-    rule = RuleTable().register(np.cbrt, cbrt)
-    with pytest.raises(AssertionError, match=r"numpy\.cbrt/1"):
+    rule = RuleTable().register(np.deg2rad, deg2rad)
+    with pytest.raises(AssertionError, match=r"numpy\.deg2rad/1"):
         assert_every_rule_has_a_case([*RULES, rule])
 
 
@@ -1121,6 +1130,9 @@ SCALAR_TWINS: dict[object, object] = {
     np.sinh: math.sinh,
     np.cosh: math.cosh,
     np.tanh: math.tanh,
+    np.arcsinh: math.asinh,
+    np.arccosh: math.acosh,
+    np.arctanh: math.atanh,
     np.exp: math.exp,
     np.expm1: math.expm1,
     np.log: math.log,
@@ -1199,6 +1211,15 @@ def sympy_table() -> dict[object, tuple[Callable[..., Any], Callable[..., tuple[
     table[np.square] = (lambda x: x**2, sampler(-2.0, 2.0))
     table[np.copy] = (lambda x: x, sampler(-2.0, 2.0))
     table[np.reciprocal] = (lambda x: 1 / x, sampler(0.3, 2.0, nonzero=True))
+    table[np.cbrt] = (
+        lambda x: sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3),
+        sampler(0.1, 3.0, nonzero=True),
+    )
+    table[np.exp2] = (lambda x: 2**x, sampler(-3.0, 3.0))
+    table[np.logaddexp] = (
+        lambda a, b: sp.log(sp.exp(a) + sp.exp(b)),
+        lambda rng, k: (rng.uniform(-3.0, 3.0), rng.uniform(-3.0, 3.0)),
+    )
     table[np.abs] = (sp.Abs, sampler(0.1, 2.0, nonzero=True))
     table[np.maximum] = (sp.Max, _maximum_arguments)
     table[np.minimum] = (sp.Min, _maximum_arguments)

@@ -168,6 +168,22 @@ def tanh(x, result, g):
     return g * (1.0 - result * result)
 
 
+@array_rule(np.arcsinh)
+def arcsinh(x, result, g):
+    return g / np.hypot(x, 1.0)  # as math.asinh's rule: sqrt(x * x + 1) without overflow
+
+
+@array_rule(np.arccosh)
+def arccosh(x, result, g):
+    # As math.acosh's rule: sqrt(x * x - 1) without overflow, nor cancellation near 1.
+    return g / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0))
+
+
+@array_rule(np.arctanh)
+def arctanh(x, result, g):
+    return g / ((1.0 - x) * (1.0 + x))  # as math.atanh's rule: no cancellation near |x| = 1
+
+
 @array_rule(np.exp)
 def exp(x, result, g):
     return g * result
@@ -176,6 +192,18 @@ def exp(x, result, g):
 @array_rule(np.expm1)
 def expm1(x, result, g):
     return g * np.exp(x)  # as math.expm1's rule: result + 1.0 cancels to 0 below about -20
+
+
+@array_rule(np.exp2)
+def exp2(x, result, g):
+    return g * result * np.log(2.0)
+
+
+@array_rule(np.logaddexp)
+def logaddexp(a, b, result, g):
+    # e^a / (e^a + e^b) as exp(a - result): a - result <= 0, so it never overflows (the
+    # quotient does beyond a = 709) and a partial too small for a float comes out 0.
+    return unbroadcast(g * np.exp(a - result), a), unbroadcast(g * np.exp(b - result), b)
 
 
 @array_rule(np.log)
@@ -201,6 +229,13 @@ def log10(x, result, g):
 @array_rule(np.sqrt)
 def sqrt(x, result, g):
     return g / (2.0 * result)
+
+
+@array_rule(np.cbrt)
+def cbrt(x, result, g):
+    # x ** (-2/3) / 3 through the root itself, which neither over- nor underflows when
+    # squared; inf at 0, as NumPy's arithmetic gives (np.sqrt's rule does the same).
+    return g / (3.0 * (result * result))
 
 
 @array_rule(np.square)
@@ -467,6 +502,7 @@ ELEMENTWISE = frozenset(
     | {np.add, np.subtract, np.multiply, np.divide, np.negative, np.power}
     | {np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan, np.arctan2, np.hypot}
     | {np.sinh, np.cosh, np.tanh, np.exp, np.expm1, np.log, np.log1p, np.log2, np.log10}
+    | {np.arcsinh, np.arccosh, np.arctanh, np.cbrt, np.exp2, np.logaddexp}
     | {np.sqrt, np.square, np.reciprocal, np.abs, np.maximum, np.minimum, np.where, np.clip}
     | {np.floor, np.ceil, np.trunc, np.rint, np.round, np.sign}
 )

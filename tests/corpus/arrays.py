@@ -1049,6 +1049,54 @@ add(
 )
 
 
+# --- more elementwise functions (added after issue 4) -------------------------------------------
+
+
+def inverse_hyperbolics(x, y, u):
+    return np.sum(np.arcsinh(x) * np.arccosh(y)) + np.sum(np.arctanh(u) ** 2)
+
+
+def inverse_hyperbolics_grad(x, y, u):
+    return (
+        np.arccosh(y) / np.sqrt(x * x + 1.0),
+        np.arcsinh(x) / np.sqrt(y * y - 1.0),
+        2.0 * np.arctanh(u) / (1.0 - u * u),
+    )
+
+
+add(
+    inverse_hyperbolics,
+    lambda rng: (normal(rng, 3, 4), uniform(rng, 1.2, 3.0, 3, 4), uniform(rng, -0.8, 0.8, 5)),
+    "x: (3, 4), y: (3, 4) in [1.2, 3), u: (5,) in [-0.8, 0.8)",
+    ("np.arcsinh", "np.arccosh", "np.arctanh"),
+    (0, 1, 2),
+    inverse_hyperbolics_grad,
+)
+
+
+def roots_powers_and_soft_maxima(x, y, w):
+    return np.sum(np.cbrt(x) * np.exp2(y)) + np.sum(np.logaddexp(x, w))
+
+
+def roots_powers_and_soft_maxima_grad(x, y, w):
+    share = 1.0 / (1.0 + np.exp(w - x))  # e^x / (e^x + e^w), w broadcast along the rows
+    return (
+        np.exp2(y) / (3.0 * np.abs(x) ** (2.0 / 3.0)) + share,
+        np.cbrt(x) * 2.0**y * np.log(2.0),
+        np.sum(1.0 - share, axis=0),
+    )
+
+
+add(
+    roots_powers_and_soft_maxima,
+    lambda rng: (away(rng, 3, 4, gap=0.3), normal(rng, 3, 4), normal(rng, 4)),
+    "x: (3, 4), 0.3 <= |x| < 2 (cbrt's derivative is infinite at 0); y: (3, 4); w: (4,)",
+    ("np.cbrt", "np.exp2", "np.logaddexp", "broadcast:rank-extend"),
+    (0, 1, 2),
+    roots_powers_and_soft_maxima_grad,
+)
+
+
 # --- named workloads ----------------------------------------------------------------------------
 
 
@@ -1788,6 +1836,12 @@ NP_FUNCTIONS = (
     "diff",
     "linalg.solve",
     "cumprod",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "cbrt",
+    "exp2",
+    "logaddexp",
 )
 
 # Every feature of issue 4 that the corpus must cover. A tag maps to text that must appear in
