@@ -1240,3 +1240,39 @@ def test_an_order_zero_difference_is_its_argument(tmp_path: Path) -> None:
             grad(getattr(module, name))
     x = np.array([0.5, -1.0, 2.0, 0.25])
     check_gradient(module.order_one_updated, grad(module.order_one_updated, wrt=(0,)), (x,), (0,))
+
+
+def running_and_solved(x, A):
+    return np.linalg.solve(A, np.cumprod(x)) + np.roll(np.cumsum(x), 1) * np.diff(x, n=0)
+
+
+def _central_jacobian(fn, args, k, h=1e-6):
+    """d fn / d args[k] by central differences, shaped output.shape + args[k].shape."""
+    columns = []
+    for index in np.ndindex(args[k].shape):
+        plus, minus = list(args), list(args)
+        plus[k], minus[k] = args[k].copy(), args[k].copy()
+        plus[k][index] += h
+        minus[k][index] -= h
+        columns.append((fn(*plus) - fn(*minus)) / (2 * h))
+    return np.stack(columns, axis=-1).reshape(np.shape(fn(*args)) + args[k].shape)
+
+
+def test_jacobians_and_vjps_of_running_products_and_solves() -> None:
+    """Array outputs (no reduction to a scalar), x with a zero inside its running product."""
+    rng = np.random.default_rng(23)
+    x = np.array([0.7, -1.2, 0.0, 1.5])
+    A = 2.0 * np.eye(4) + 0.3 * rng.normal(size=(4, 4))
+    expected = [_central_jacobian(running_and_solved, (x, A), k) for k in (0, 1)]
+    for mode in ("reverse", "forward"):
+        jac = adcompile.jacobian(running_and_solved, mode=mode)(x, A)
+        for got, reference in zip(jac, expected, strict=True):
+            np.testing.assert_allclose(got, reference, rtol=1e-6, atol=1e-8)
+    u = rng.normal(size=4)
+    value, pullback = adcompile.vjp(running_and_solved, x, A)
+    np.testing.assert_allclose(value, running_and_solved(x, A), rtol=1e-15)
+    for got, reference in zip(pullback(u), expected, strict=True):
+        np.testing.assert_allclose(got, np.tensordot(u, reference, axes=1), rtol=1e-6, atol=1e-8)
+    direction = rng.normal(size=4)
+    _, slope = adcompile.jvp(running_and_solved, (x, A), (direction, np.zeros_like(A)))
+    np.testing.assert_allclose(slope, expected[0] @ direction, rtol=1e-6, atol=1e-8)

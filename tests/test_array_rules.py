@@ -1278,6 +1278,10 @@ FLOAT32_CASES = [
     (np.sum, ((2, 3),), {"axis": 1}),
     (np.mean, ((2, 3),), {"axis": 0, "keepdims": True}),
     (np.std, ((2, 3),), {"axis": 1, "ddof": 1}),
+    (np.cumsum, ((2, 3),), {"axis": 0}),
+    (np.cumprod, ((2, 3),), {"axis": 1}),
+    (np.diff, ((2, 4),), {"n": 2}),
+    (np.logaddexp, ((3,), (2, 3)), {}),
 ]
 
 
