@@ -409,9 +409,9 @@ def inv(x, result, g):
 @array_rule(np.linalg.solve)
 def solve(a, b, result, g):
     # x = solve(a, b): b's adjoint is solve(a^T, g), a's is -solve(a^T, g) x^T, each summed
-    # over the stacks broadcasting added.
-    # NumPy 2 reads b as one vector only when b.ndim == 1 (x then has a's stack shape, and
-    # g too): g is solved as a column, and ga is a (stack of) outer products.
+    # over the stacks broadcasting added. NumPy 2 reads b as one vector only when
+    # b.ndim == 1 (x and g then have a's stack shape): g is solved as a column, and a's
+    # adjoint is a (stack of) outer products.
     column = np.ndim(b) == 1
     solved = (
         np.linalg.solve(np.swapaxes(a, -1, -2), g[..., None])[..., 0]
