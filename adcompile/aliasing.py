@@ -29,7 +29,27 @@ from dataclasses import dataclass, field
 SHARING = frozenset(
     {"reshape", "transpose", "ravel", "squeeze", "swapaxes", "view", "asarray", "asanyarray"}
     | {"expand_dims", "broadcast_to", "atleast_1d", "atleast_2d", "moveaxis", "diagonal"}
+    | {"flip"}
 )
+
+
+def may_share(name: str, call: ast.Call) -> bool:
+    """True if the call ``np.name(x, ...)`` or ``x.name(...)`` may give ``x`` or a view of it."""
+    if name in SHARING:
+        return True
+    # np.diff(x, 0) is x itself: an order that is not a literal above 0 may be 0
+    return name == "diff" and not _positive_order(call)
+
+
+def _positive_order(call: ast.Call) -> bool:
+    """``np.diff``'s ``n`` (second argument, or keyword) is left out (1) or a literal int > 0."""
+    given = [k.value for k in call.keywords if k.arg == "n"] + call.args[1:2]
+    if not given:
+        return True
+    n = given[0]
+    return isinstance(n, ast.Constant) and type(n.value) is int and n.value > 0
+
+
 # Reductions that give a number when they take the whole array (no axis, no keepdims).
 _WHOLE_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "var", "std", "norm"})
 
@@ -41,7 +61,7 @@ def owns_value(value: ast.expr) -> bool:
     if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Attribute):
         return False
     owner, name = value.func.value, value.func.attr
-    if name in SHARING or not isinstance(owner, ast.Name | ast.Attribute):
+    if may_share(name, value) or not isinstance(owner, ast.Name | ast.Attribute):
         return False
     # np.f(...) makes a new array; x.f(...) only for the whole-array reductions (x.sum())
     # and x.copy()
@@ -70,7 +90,7 @@ def shared_name(value: ast.expr) -> str | None:
     if isinstance(value, ast.Attribute | ast.Subscript):
         return shared_name(value.value)
     func = value.func if isinstance(value, ast.Call) else None
-    if isinstance(func, ast.Attribute) and func.attr in SHARING:
+    if isinstance(func, ast.Attribute) and may_share(func.attr, value):
         if _is_numpy(func.value) and value.args:  # np.reshape(x, ...)
             return shared_name(value.args[0])
         return shared_name(func.value)  # x.reshape(...)

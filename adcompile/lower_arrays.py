@@ -29,7 +29,19 @@ from .rules.registry import REQUIRED, array_rules, lookup_rule
 from .source import StaticFunction, load_function
 
 # Array methods and the NumPy function whose rule each one takes (``x.sum()`` is np.sum(x)).
-METHODS = ("sum", "mean", "max", "min", "prod", "reshape", "transpose", "dot", "copy")
+METHODS = (
+    "sum",
+    "mean",
+    "max",
+    "min",
+    "prod",
+    "reshape",
+    "transpose",
+    "dot",
+    "copy",
+    "cumsum",
+    "cumprod",
+)
 # Methods taking their shape or axes as separate arguments: ``x.reshape(3, 4)``.
 SPREAD_METHODS = frozenset({"reshape", "transpose"})
 # Attributes that describe an array without depending on its values.

@@ -520,6 +520,8 @@ _HELPER_ORIGINS = {
     "cofactors_tangent": (
         "np.linalg.det's second derivative (a third derivative of np.linalg.det)"
     ),
+    "cumprod_pairs": "np.cumprod's second derivative (a third derivative of np.cumprod)",
+    "cumprod_second": "np.cumprod's second derivative (a third derivative of np.cumprod)",
     "split_adjoint": "the list of np.concatenate's adjoints used whole",
     "gradient_like": "a gradient assembled from parts whose keys are not constants",
     "forward_gradient": "a forward-mode gradient of NumPy code (use reverse mode, the default)",

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import ast
 
-from .aliasing import SHARING
+from .aliasing import may_share
 from .astutil import load, names_in, store, stored_names
 
 # Helpers that return a new array (never their argument or a view of it); NumPy functions
-# that may not are aliasing.SHARING.
+# that may not are aliasing.may_share's.
 _ALLOCATING_HELPERS = frozenset(
     {
         "matmul_adjoint_a",
@@ -28,6 +28,8 @@ _ALLOCATING_HELPERS = frozenset(
         "prod_adjoint",
         "extreme_adjoint",
         "trace_adjoint",
+        "diff_adjoint",
+        "cumprod_adjoint",
     }
 )
 _UNKNOWN = object()  # assigned in a nested block: any of several values
@@ -113,7 +115,7 @@ class _Origins:
         owner = func.value if isinstance(func, ast.Attribute) else None
         if not (isinstance(owner, ast.Name) and owner.id == self.np):
             return None
-        if func.attr in SHARING:  # np.reshape(a, ...), np.asarray(a): a, or a view of it
+        if may_share(func.attr, value):  # np.reshape(a, ...), np.asarray(a): a, or a view
             return self._origin(name, first, depth + 1)
         return name  # np.full, np.where, np.cos...: a new array
 

@@ -337,6 +337,12 @@ def through_asarray(x):
     return np.sum(x**2)
 
 
+def through_flip(x):
+    y = np.flip(x)  # a view of x, as np.reshape's and x.T are
+    y *= 2.0
+    return np.sum(x**2)
+
+
 def either_branch(x):
     if np.sum(x) > 0.0:
         y = x
@@ -468,6 +474,7 @@ def test_updating_in_place_an_array_another_name_may_hold_is_refused(tmp_path: P
         ("loop_entry_then_read", "y += ..."),
         ("structured_item", "q *= ..."),
         ("through_asarray", "y *= ..."),
+        ("through_flip", "y *= ..."),
         ("either_branch", "y *= ..."),
         ("shared_by_the_next_iteration", "cur += ..."),
         ("rebound_to_a_parameter", "y += ..."),
@@ -525,6 +532,10 @@ def reshaped_and_added(x, y):
     return np.sum(x.reshape(6) + y)
 
 
+def flipped_and_added(x, y):
+    return np.sum(np.sin(np.flip(x) + y))  # b_x is a view of b_y: one must be copied
+
+
 def structured(params):
     return np.sum(np.sin(params["a"] + params["b"]))
 """
@@ -537,6 +548,7 @@ def test_returned_gradients_never_share_an_array(tmp_path: Path) -> None:
     cases = [
         (module.summed_inputs, (np.linspace(-1.0, 1.0, 3), np.linspace(0.5, 2.0, 3))),
         (module.reshaped_and_added, (np.linspace(-1.0, 1.0, 6).reshape(2, 3), np.ones(6))),
+        (module.flipped_and_added, (np.linspace(-1.0, 1.0, 6).reshape(2, 3), np.ones((2, 3)))),
     ]
     for fn, args in cases:
         gx, gy = check_gradient(fn, grad(fn, wrt=(0, 1)), args, (0, 1))
@@ -556,14 +568,17 @@ def test_gradients_made_as_new_arrays_are_not_copied() -> None:
 # ----- errors at decoration time ------------------------------------------------------------
 ERRORS = [
     ("return np.sum(np.argmax(x) * x)", "np.argmax", NoDerivativeError, "np.argmax"),
-    ("return np.sum(x.cumsum())", "x.cumsum", UnsupportedSyntaxError, "`.cumsum()`"),
+    ("return np.sum(x.diagonal())", "x.diagonal", UnsupportedSyntaxError, "`.diagonal()`"),
     ("return np.sum(x, dtype=float)", "dtype=float", UnsupportedSyntaxError, "`dtype`"),
     ("return np.sum(x.real)", "x.real", UnsupportedSyntaxError, "reading `x.real`"),
     ("return np.sum((x + x).real)", "(x + x).real", UnsupportedSyntaxError, "`(x + x).real`"),
-    ("return np.sum(np.cumsum(x))", "np.cumsum", NoDerivativeError, "np.cumsum"),
+    ("return np.sum(np.sort(x))", "np.sort", NoDerivativeError, "np.sort"),
     ("return np.sum(np.concatenate(x))", "np.concatenate(x)", UnsupportedSyntaxError, "list"),
     ("return np.trace(x, 1)", "1)", UnsupportedSyntaxError, "takes (x) here"),
     ("return np.sum(x, 0, False, 3)", "3)", UnsupportedSyntaxError, "(x, axis=, keepdims=)"),
+    ("return np.sum(np.diff(x, prepend=0.0))", "prepend", UnsupportedSyntaxError, "`prepend`"),
+    ("return np.sum(np.diff(x, 1, 0, 0.0))", "0.0)", UnsupportedSyntaxError, "(x, n=, axis=)"),
+    ("return np.sum(np.roll(x) * x)", "np.roll", UnsupportedSyntaxError, "needs its `shift`"),
 ]
 
 
@@ -1166,3 +1181,99 @@ def test_a_copy_method_is_a_new_array_of_its_own(tmp_path: Path) -> None:
     x = np.array([0.5, -1.0, 2.0])
     check_gradient(fn, grad(fn, wrt=(0,)), (x,), (0,))  # finite differences; x unchanged
     np.testing.assert_allclose(grad(fn)(x), 2.0 * x + 3.0 * x * x)  # d/dx sum(x^2 + x^3)
+
+
+# ----- running sums, differences, reorderings: what the corpus does not show -----------------
+STATICS_SOURCE = """
+import numpy as np
+
+
+def differences_of_order(x, k):
+    return np.sum(np.diff(x, n=k) ** 2)
+
+
+def rolled_by(x, k):
+    return np.sum(np.roll(x, k) * x[::-1])
+
+
+def order_zero_updated(x):
+    d = np.diff(x, 0)  # x itself, as NumPy returns it
+    d += 1.0
+    return np.sum(x * d)
+
+
+def order_k_updated(x, k):
+    d = np.diff(x, k)
+    d += 1.0
+    return np.sum(d * d)
+
+
+def order_one_updated(x):
+    d = np.diff(x)  # a new array
+    d += 1.0
+    return np.sum(d * d)
+"""
+
+
+def test_computed_orders_and_shifts(tmp_path: Path) -> None:
+    """``n`` and ``shift`` computed at run time are static arguments, as ``axis=k`` is."""
+    from tests.helpers import module_from_source
+
+    module = module_from_source(tmp_path, STATICS_SOURCE)
+    x = np.random.default_rng(17).normal(size=6)
+    for mode in ("reverse", "forward"):
+        for k in (0, 1, 2, 5, 7):  # 7: beyond the length, an empty difference
+            fn = module.differences_of_order
+            check_gradient(fn, grad(fn, wrt=(0,), mode=mode), (x, k), (0,))
+        for k in (0, 2, -3, 8):
+            fn = module.rolled_by
+            check_gradient(fn, grad(fn, wrt=(0,), mode=mode), (x, k), (0,))
+
+
+def test_an_order_zero_difference_is_its_argument(tmp_path: Path) -> None:
+    """np.diff(x, 0) is x itself: updating it in place is refused, unless the order is a
+    literal above 0 (a new array)."""
+    from tests.helpers import module_from_source
+
+    module = module_from_source(tmp_path, STATICS_SOURCE)
+    for name in ("order_zero_updated", "order_k_updated"):
+        with pytest.raises(UnsupportedSyntaxError, match=r"`d \+= \.\.\.` would change in place"):
+            grad(getattr(module, name))
+    x = np.array([0.5, -1.0, 2.0, 0.25])
+    check_gradient(module.order_one_updated, grad(module.order_one_updated, wrt=(0,)), (x,), (0,))
+
+
+def running_and_solved(x, A):
+    return np.linalg.solve(A, np.cumprod(x)) + np.roll(np.cumsum(x), 1) * np.diff(x, n=0)
+
+
+def _central_jacobian(fn, args, k, h=1e-6):
+    """d fn / d args[k] by central differences, shaped output.shape + args[k].shape."""
+    columns = []
+    for index in np.ndindex(args[k].shape):
+        plus, minus = list(args), list(args)
+        plus[k], minus[k] = args[k].copy(), args[k].copy()
+        plus[k][index] += h
+        minus[k][index] -= h
+        columns.append((fn(*plus) - fn(*minus)) / (2 * h))
+    return np.stack(columns, axis=-1).reshape(np.shape(fn(*args)) + args[k].shape)
+
+
+def test_jacobians_and_vjps_of_running_products_and_solves() -> None:
+    """Array outputs (no reduction to a scalar), x with a zero inside its running product."""
+    rng = np.random.default_rng(23)
+    x = np.array([0.7, -1.2, 0.0, 1.5])
+    A = 2.0 * np.eye(4) + 0.3 * rng.normal(size=(4, 4))
+    expected = [_central_jacobian(running_and_solved, (x, A), k) for k in (0, 1)]
+    for mode in ("reverse", "forward"):
+        jac = adcompile.jacobian(running_and_solved, mode=mode)(x, A)
+        for got, reference in zip(jac, expected, strict=True):
+            np.testing.assert_allclose(got, reference, rtol=1e-6, atol=1e-8)
+    u = rng.normal(size=4)
+    value, pullback = adcompile.vjp(running_and_solved, x, A)
+    np.testing.assert_allclose(value, running_and_solved(x, A), rtol=1e-15)
+    for got, reference in zip(pullback(u), expected, strict=True):
+        np.testing.assert_allclose(got, np.tensordot(u, reference, axes=1), rtol=1e-6, atol=1e-8)
+    direction = rng.normal(size=4)
+    _, slope = adcompile.jvp(running_and_solved, (x, A), (direction, np.zeros_like(A)))
+    np.testing.assert_allclose(slope, expected[0] @ direction, rtol=1e-6, atol=1e-8)

@@ -184,6 +184,23 @@ def test_third_derivatives_through_np_prod_say_so() -> None:
         grad(second, wrt="s")
 
 
+def running_product_of_scaled(s, x):
+    return np.sum(np.cumprod(s * x))
+
+
+def test_third_derivatives_through_np_cumprod_say_so() -> None:
+    second = grad(grad(running_product_of_scaled, wrt="s"), wrt="s")
+    x = np.array([0.5, 2.0, -1.5, 0.0, 3.0])
+    s = 0.8
+    # d2/ds2 of sum_i s^(i+1) prod(x[:i+1]) is sum_i (i+1) i s^(i-1) prod(x[:i+1]); the
+    # products from the zero on vanish, exactly.
+    i = np.arange(len(x))
+    expected = np.sum((i + 1) * i * s ** (i - 1.0) * np.cumprod(x))
+    np.testing.assert_allclose(second(s, x), expected, rtol=1e-13)
+    with pytest.raises(NoDerivativeError, match=r"third derivative of np\.cumprod"):
+        grad(second, wrt="s")
+
+
 @pytest.mark.parametrize(
     ("fn", "args", "wrt"), _loop_cases(), ids=lambda v: getattr(v, "__name__", "")
 )

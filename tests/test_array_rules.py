@@ -41,6 +41,9 @@ from adcompile.rules.array_helpers import (
     contraction,
     contraction_adjoint_a,
     contraction_adjoint_b,
+    cumprod_adjoint,
+    cumprod_jvp,
+    diff_adjoint,
     extreme_adjoint,
     extreme_tangent,
     gradient_like,
@@ -137,6 +140,19 @@ def with_zeros(rng: np.random.Generator, shape: Shape) -> Any:
     values = signed(0.5, 1.5)(rng, shape)
     values.flat[[0, 1, values.size - 1]] = 0.0
     return values
+
+
+def zeros_at(*positions: int) -> Domain:
+    """Values away from zero except exact zeros at the flat ``positions`` (negative: from
+    the end), as in the middle of a running product."""
+
+    def draw(rng: np.random.Generator, shape: Shape) -> Any:
+        """Draw, then put the zeros in."""
+        values = signed(0.5, 1.5)(rng, shape)
+        values.flat[[p % values.size for p in positions]] = 0.0
+        return values
+
+    return draw
 
 
 def clip_inputs(rng: np.random.Generator, shape: Shape) -> Any:
@@ -328,6 +344,11 @@ for _primal, _domain in (
     (np.sinh, ANY),
     (np.cosh, ANY),
     (np.tanh, ANY),
+    (np.arcsinh, ANY),
+    (np.arccosh, uniform(1.1, 3.0)),
+    (np.arctanh, UNIT),
+    (np.cbrt, NONZERO),
+    (np.exp2, ANY),
     (np.exp, ANY),
     (np.expm1, ANY),
     (np.log, POSITIVE),
@@ -350,6 +371,10 @@ for _primal, _domain in (
     CASES[(_primal, 1)] = unary(_domain)
 CASES[(np.arctan2, 2)] = binary(signed(0.3, 2.0), signed(0.3, 2.0))
 CASES[(np.hypot, 2)] = binary(signed(0.3, 2.0), signed(0.3, 2.0))
+CASES[(np.logaddexp, 2)] = [
+    *binary(),
+    Case("far-apart", ((3, 4), (3, 4)), (uniform(-2.0, 2.0), uniform(30.0, 40.0))),
+]
 CASES[(np.maximum, 2)] = binary(on_grid(0.25), on_grid(0.75))
 CASES[(np.minimum, 2)] = binary(on_grid(0.25), on_grid(0.75))
 CASES[(np.where, 3)] = [
@@ -445,6 +470,18 @@ for _primal in (np.linalg.det, np.linalg.inv, cofactors):
         *cases(well_conditioned, ("2x2", ((2, 2),)), ("3x3", ((3, 3),))),
         Case("stack", ((2, 3, 3),), well_conditioned),
     ]
+# NumPy 2: b is one vector only when b.ndim == 1; otherwise (..., M, K), stacks broadcast.
+CASES[(np.linalg.solve, 2)] = cases(
+    (well_conditioned, ANY),
+    ("vector", ((3, 3), (3,))),
+    ("matrix-rhs", ((3, 3), (3, 2))),
+    ("one-column", ((3, 3), (3, 1))),
+    ("stack-vector", ((2, 3, 3), (3,))),
+    ("stack-stack", ((2, 3, 3), (2, 3, 2))),
+    ("stack-matrix-rhs", ((2, 3, 3), (3, 2))),
+    ("matrix-stack-rhs", ((3, 3), (2, 3, 4))),
+    ("broadcast-stacks", ((2, 1, 3, 3), (4, 3, 2))),
+)
 CASES[(operator.getitem, 1)] = index_cases()
 CASES[(np.concatenate, 1)] = [
     Case("default-axis", ((3,), (2,))),
@@ -514,6 +551,71 @@ CASES[(np.full, 2)] = [
     )
 ]
 
+# Running sums and reorderings: axis=None flattens (cumsum) or reverses every axis (flip).
+CASES[(np.cumsum, 1)] = [
+    Case(label, (shape,), statics=statics)
+    for label, shape, statics in (
+        ("flattened", (2, 3, 4), {}),
+        ("axis=None-matrix", (3, 4), {"axis": None}),
+        ("axis=0", (3, 4), {"axis": 0}),
+        ("axis=1", (2, 3, 4), {"axis": 1}),
+        ("axis=-1", (2, 3, 4), {"axis": -1}),
+        ("vector", (5,), {}),
+        ("float", None, {}),
+    )
+]
+CASES[(np.flip, 1)] = [
+    Case(label, (shape,), statics=statics)
+    for label, shape, statics in (
+        ("all-axes", (2, 3, 4), {}),
+        ("axis=0", (3, 4), {"axis": 0}),
+        ("axis=-1", (2, 3, 4), {"axis": -1}),
+        ("axis=(0,2)", (2, 3, 4), {"axis": (0, 2)}),
+        ("vector", (5,), {}),
+        ("float", None, {}),
+    )
+]
+# Running products: exact zeros first, in the middle, twice in a row, last.
+CUMPRODS: tuple[tuple[str, tuple[int, ...], int | None, Domain], ...] = (
+    ("flattened", (2, 3, 4), None, signed(0.5, 1.5)),
+    ("axis=0", (3, 4), 0, signed(0.5, 1.5)),
+    ("axis=-1", (2, 3, 4), -1, signed(0.5, 1.5)),
+    ("vector", (6,), None, signed(0.5, 1.5)),
+    ("zeros-flattened", (3, 4), None, with_zeros),
+    ("zeros-axis=1", (3, 4), 1, with_zeros),
+    ("zeros-axis=0", (3, 4), 0, with_zeros),
+    ("zero-inside", (7,), None, zeros_at(3)),
+    ("zeros-inside-axis=1", (2, 6), 1, zeros_at(2, 4, 7, 8)),
+    ("zero-last", (5,), 0, zeros_at(-1)),
+)
+CASES[(np.cumprod, 1)] = [
+    *(Case(label, (shape,), domain, {"axis": axis}) for label, shape, axis, domain in CUMPRODS),
+    Case("float", (None,), NONZERO),
+]
+CASES[(np.roll, 1)] = [
+    Case(label, (shape,), statics=statics)
+    for label, shape, statics in (
+        ("flattened", (3, 4), {"shift": 5}),
+        ("axis=0", (3, 4), {"shift": 1, "axis": 0}),
+        ("negative-axis=-1", (2, 3, 4), {"shift": -2, "axis": -1}),
+        ("tuples", (2, 3, 4), {"shift": (1, -2), "axis": (0, 2)}),
+        ("beyond-the-length", (5,), {"shift": 12}),
+        ("float", None, {"shift": 1}),
+    )
+]
+# (label, shape of x, n, axis) of np.diff, for its rule and diff_adjoint's.
+DIFFS: tuple[tuple[str, tuple[int, ...], int, int], ...] = (
+    ("vector", (6,), 1, -1),
+    ("rows", (3, 5), 1, -1),
+    ("n=2-axis=0", (5, 3), 2, 0),
+    ("n=3-axis=1", (2, 6, 3), 3, 1),
+    ("n=0", (3, 4), 0, -1),
+    ("n=length", (2, 3), 3, -1),  # an empty result: nothing depends on x
+    ("n-beyond-length", (4, 2), 5, 0),
+)
+CASES[(np.diff, 1)] = [
+    Case(label, (shape,), statics={"n": n, "axis": axis}) for label, shape, n, axis in DIFFS
+]
 
 # ----- the helpers that generated gradient code calls (differentiated again by hessian) -----
 
@@ -677,6 +779,29 @@ CASES[(trace_adjoint, 2)] = [
         ("4d", (3, 2, 2, 2)),
     )
 ]
+# cumprod_adjoint(part, x): part shaped like np.cumprod(x); cumprod_jvp(v, x): v like x.
+# Moving x checks their second derivatives (cumprod_pairs, and cumprod_second as a tangent).
+CASES[(cumprod_adjoint, 2)] = [
+    Case(
+        label,
+        make=part_and(functools.partial(np.cumprod, axis=axis), (shape,), domain),
+        statics={"axis": axis},
+    )
+    for label, shape, axis, domain in CUMPRODS
+]
+CASES[(cumprod_jvp, 2)] = [
+    Case(label, make=part_and(np.copy, (shape,), domain), statics={"axis": axis})
+    for label, shape, axis, domain in CUMPRODS
+]
+CASES[(diff_adjoint, 2)] = [
+    Case(
+        label,
+        make=part_and(functools.partial(np.diff, n=n, axis=axis), (shape,)),
+        statics={"n": n, "axis": axis},
+    )
+    for label, shape, n, axis in DIFFS
+]
+
 
 # (label, shape of x, axis, keepdims) of the reductions whose adjoint helpers take statics.
 REDUCED = (
@@ -793,11 +918,11 @@ def test_case_labels_are_unique() -> None:
 
 
 def test_a_rule_without_a_case_fails_by_name() -> None:
-    def cbrt(x, result, g):
-        return g / (3.0 * result * result)
+    def deg2rad(x, result, g):
+        return g * (np.pi / 180.0)
 
-    rule = RuleTable().register(np.cbrt, cbrt)
-    with pytest.raises(AssertionError, match=r"numpy\.cbrt/1"):
+    rule = RuleTable().register(np.deg2rad, deg2rad)
+    with pytest.raises(AssertionError, match=r"numpy\.deg2rad/1"):
         assert_every_rule_has_a_case([*RULES, rule])
 
 
@@ -1006,6 +1131,9 @@ SCALAR_TWINS: dict[object, object] = {
     np.sinh: math.sinh,
     np.cosh: math.cosh,
     np.tanh: math.tanh,
+    np.arcsinh: math.asinh,
+    np.arccosh: math.acosh,
+    np.arctanh: math.atanh,
     np.exp: math.exp,
     np.expm1: math.expm1,
     np.log: math.log,
@@ -1084,6 +1212,15 @@ def sympy_table() -> dict[object, tuple[Callable[..., Any], Callable[..., tuple[
     table[np.square] = (lambda x: x**2, sampler(-2.0, 2.0))
     table[np.copy] = (lambda x: x, sampler(-2.0, 2.0))
     table[np.reciprocal] = (lambda x: 1 / x, sampler(0.3, 2.0, nonzero=True))
+    table[np.cbrt] = (
+        lambda x: sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3),
+        sampler(0.1, 3.0, nonzero=True),
+    )
+    table[np.exp2] = (lambda x: 2**x, sampler(-3.0, 3.0))
+    table[np.logaddexp] = (
+        lambda a, b: sp.log(sp.exp(a) + sp.exp(b)),
+        lambda rng, k: (rng.uniform(-3.0, 3.0), rng.uniform(-3.0, 3.0)),
+    )
     table[np.abs] = (sp.Abs, sampler(0.1, 2.0, nonzero=True))
     table[np.maximum] = (sp.Max, _maximum_arguments)
     table[np.minimum] = (sp.Min, _maximum_arguments)
@@ -1142,6 +1279,10 @@ FLOAT32_CASES = [
     (np.sum, ((2, 3),), {"axis": 1}),
     (np.mean, ((2, 3),), {"axis": 0, "keepdims": True}),
     (np.std, ((2, 3),), {"axis": 1, "ddof": 1}),
+    (np.cumsum, ((2, 3),), {"axis": 0}),
+    (np.cumprod, ((2, 3),), {"axis": 1}),
+    (np.diff, ((2, 4),), {"n": 2}),
+    (np.logaddexp, ((3,), (2, 3)), {}),
 ]
 
 

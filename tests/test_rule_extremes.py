@@ -4,9 +4,9 @@ The rule table (``test_rule_table.py``) samples each rule where its arguments ar
 Some textbook formulas fail far from there although the derivative is an ordinary float:
 ``x * x + y * y`` in ``atan2``'s partials underflows near 1e-160 and overflows near 1e154,
 ``sqrt(x * x + 1)`` in ``asinh``'s overflows, and ``result + 1`` in ``expm1``'s cancels for
-x below -20; ``1 - x * x`` in ``asin``'s, ``acos``'s and ``atanh``'s cancels near |x| = 1.
-The rules avoid these, the scalar ones and their NumPy twins alike; this pins it down, in
-both modes.
+x below -20; ``1 - x * x`` in ``asin``'s, ``acos``'s and ``atanh``'s cancels near |x| = 1;
+``e^a / (e^a + e^b)`` in ``np.logaddexp``'s overflows beyond a = 709. The rules avoid
+these, the scalar ones and their NumPy twins alike; this pins it down, in both modes.
 """
 
 from __future__ import annotations
@@ -32,6 +32,12 @@ PARTIALS = {  # exact partials, in mpmath numbers (no overflow, no cancellation)
     "acos": lambda x: (-1 / mpmath.sqrt(1 - x * x),),
     "atanh": lambda x: (1 / (1 - x * x),),
     "hypot": lambda x, y: (x / mpmath.hypot(x, y), y / mpmath.hypot(x, y)),
+    "cbrt": lambda x: (1 / (3 * abs(x) ** (mpmath.mpf(2) / 3)),),
+    "exp2": lambda x: (mpmath.power(2, x) * mpmath.log(2),),
+    "logaddexp": lambda a, b: (
+        mpmath.exp(a) / (mpmath.exp(a) + mpmath.exp(b)),
+        mpmath.exp(b) / (mpmath.exp(a) + mpmath.exp(b)),
+    ),
 }
 CASES = [
     ("atan2", (1e-200, 3e-200)),
@@ -49,7 +55,11 @@ CASES = [
     ("atanh", (-1.0 + 2.0**-45,)),
 ]
 # math's name -> NumPy's, for the array rules' twins of the same formulas.
-NUMPY_NAMES = {"atan2": "arctan2", "asin": "arcsin", "acos": "arccos", "expm1": "expm1"}
+NUMPY_NAMES = {"atan2": "arctan2", "asin": "arcsin", "acos": "arccos", "expm1": "expm1"} | {
+    "asinh": "arcsinh",
+    "acosh": "arccosh",
+    "atanh": "arctanh",
+}
 
 
 @pytest.mark.parametrize(("name", "args"), CASES, ids=[f"{n}{a}" for n, a in CASES])
@@ -69,13 +79,23 @@ def test_rule_is_accurate_at_extreme_arguments(name, args, mode, tmp_path) -> No
 ARRAY_CASES = [c for c in CASES if c[0] in NUMPY_NAMES] + [
     ("hypot", (1e200, -3e200)),
     ("hypot", (1e-200, 3e-200)),
+    # x ** (-2/3) / 3 through the root: no overflow, and negative x too (x ** (2/3) is nan)
+    ("cbrt", (1e-300,)),
+    ("cbrt", (-8e300,)),
+    ("cbrt", (-1e-3,)),
+    ("exp2", (1000.0,)),
+    ("exp2", (-1000.0,)),
+    # e^a / (e^a + e^b) overflows (0/0 below): exp(a - result) does not
+    ("logaddexp", (1000.0, 1000.5)),
+    ("logaddexp", (-1000.0, -1001.0)),
+    ("logaddexp", (0.0, -700.0)),
 ]
 
 
 @pytest.mark.parametrize(("name", "args"), ARRAY_CASES, ids=[f"{n}{a}" for n, a in ARRAY_CASES])
 @pytest.mark.parametrize("mode", ["reverse", "forward"])
 def test_array_rule_is_accurate_at_extreme_arguments(name, args, mode, tmp_path) -> None:
-    params = "y, x" if name == "atan2" else ("x, y" if name == "hypot" else "x")
+    params = "y, x" if name == "atan2" else ("x, y" if name in ("hypot", "logaddexp") else "x")
     function = NUMPY_NAMES.get(name, name)
     source = (
         f"import numpy as np\n\n\ndef f({params}):\n    return np.sum(np.{function}({params}))\n"

@@ -293,6 +293,108 @@ def trace_adjoint(g, x):
     return eye * g
 
 
+def diff_adjoint(g, x, n, axis):
+    """The adjoint of ``np.diff(x, n, axis)``: ``g`` with ``n`` zeros added at both ends of
+    ``axis``, differenced ``n`` times, times ``(-1) ** n`` (one difference's transpose is
+    minus the difference of ``g`` padded with a zero at each end)."""
+    if np.shape(g)[axis] == 0:  # n >= the length: nothing depended on x
+        return np.zeros(np.shape(x), np.result_type(g, 1.0))
+    widths = [(0, 0)] * np.ndim(g)
+    widths[axis] = (n, n)
+    return (-1.0) ** n * np.diff(np.pad(g, widths), n, axis)
+
+
+def cumprod_adjoint(g, x, axis):
+    """The adjoint of ``np.cumprod(x, axis)``, exact with zeros (it never divides by ``x``).
+
+    Along the axis, ``x[j]``'s adjoint is the product of the elements before it times
+    ``s[j] = g[j] + x[j + 1] * s[j + 1]``: the sum over the later running products of
+    their factors after ``x[j]``, a linear recurrence that ``_linear_scan`` runs backwards.
+    """
+    flat = _along_last(x, axis)
+    after = _linear_scan(_shifted(flat, -1), _along_last(g, axis), True)
+    return _back_from_last(_exclusive_cumprod(flat) * after, x, axis)
+
+
+def cumprod_jvp(v, x, axis):
+    """The derivative of ``np.cumprod(x, axis)`` along ``v`` (the transpose of
+    ``cumprod_adjoint``): ``d[i] = x[i] * d[i - 1] + (product before x[i]) * v[i]``."""
+    flat = _along_last(x, axis)
+    tangent = _linear_scan(flat, _exclusive_cumprod(flat) * _along_last(v, axis), False)
+    return tangent if axis is None else np.moveaxis(tangent, -1, axis)
+
+
+def cumprod_pairs(v, p, x, axis):
+    """The Hessian of ``sum(p * np.cumprod(x, axis))`` applied to ``v``, exact with zeros:
+    the derivative of ``cumprod_adjoint(p, x, axis)`` along ``v`` (both of its factors'
+    derivatives are linear recurrences like theirs). Being a Hessian, it is its own transpose."""
+    flat, moved = _along_last(x, axis), _along_last(v, axis)
+    following = _shifted(flat, -1)
+    after = _linear_scan(following, _along_last(p, axis), True)
+    before = _exclusive_cumprod(flat)
+    before_tangent = _shifted(_linear_scan(flat, before * moved, False), 1)
+    after_tangent = _linear_scan(following, _shifted(moved * after, -1), True)
+    return _back_from_last(before_tangent * after + before * after_tangent, x, axis)
+
+
+def cumprod_second(v, w, x, axis):
+    """The second derivative of ``np.cumprod(x, axis)`` along ``v`` and ``w``: the derivative
+    of ``cumprod_jvp(v, x, axis)`` along ``w``, a linear recurrence too, exact with zeros."""
+    flat, along_v, along_w = _along_last(x, axis), _along_last(v, axis), _along_last(w, axis)
+    before = _exclusive_cumprod(flat)
+    first_v = _shifted(_linear_scan(flat, before * along_v, False), 1)
+    first_w = _shifted(_linear_scan(flat, before * along_w, False), 1)
+    second = _linear_scan(flat, along_w * first_v + along_v * first_w, False)
+    return second if axis is None else np.moveaxis(second, -1, axis)
+
+
+def _along_last(x, axis):
+    """``x`` with ``axis`` moved last; with ``axis=None``, flattened (as NumPy's running
+    sums and products read it)."""
+    return np.ravel(x) if axis is None else np.moveaxis(x, axis, -1)
+
+
+def _back_from_last(flat, x, axis):
+    """The inverse of ``_along_last(x, axis)``: ``flat`` in the shape of ``x``."""
+    return np.reshape(flat, np.shape(x)) if axis is None else np.moveaxis(flat, -1, axis)
+
+
+def _shifted(z, by):
+    """``z`` moved one place along the last axis, a zero filling the gap: ``z[i - 1]`` at
+    ``i`` for ``by=1``, ``z[i + 1]`` for ``by=-1``."""
+    zero = np.zeros((*np.shape(z)[:-1], 1), np.result_type(z, 1.0))
+    if by > 0:
+        return np.concatenate([zero, z], axis=-1)[..., :-1]
+    return np.concatenate([z, zero], axis=-1)[..., 1:]
+
+
+def _exclusive_cumprod(flat):
+    """The product of the elements before each one along the last axis (1 for the first)."""
+    one = np.ones((*np.shape(flat)[:-1], 1), np.result_type(flat, 1.0))
+    return np.cumprod(np.concatenate([one, flat], axis=-1), axis=-1)[..., :-1]
+
+
+def _linear_scan(a, b, backwards):
+    """``s[i] = a[i] * s[i - 1] + b[i]`` along the last axis, ``s[0] = b[0]`` (``backwards``:
+    ``s[i] = a[i] * s[i + 1] + b[i]``, from the end).
+
+    By recursive doubling, as a parallel scan: log2(n) passes over the whole array, each
+    folding in the terms twice as far back. Only products and sums of the ``a`` and ``b``
+    (no division), so zeros in ``a`` are exact.
+    """
+    if backwards:
+        return _linear_scan(a[..., ::-1], b[..., ::-1], False)[..., ::-1]
+    s = np.array(b, dtype=np.result_type(a, b, 1.0))  # copies: updated below
+    a = np.array(a, dtype=s.dtype)
+    step = 1
+    while step < s.shape[-1]:
+        # Each right side is a new array, computed before its slice is overwritten.
+        s[..., step:] = s[..., step:] + a[..., step:] * s[..., :-step]
+        a[..., step:] = a[..., step:] * a[..., :-step]
+        step *= 2
+    return s
+
+
 def gradient_like(tree, parts):
     """The gradient of a parameter, shaped like ``tree``, from the adjoints of its parts.
 
@@ -525,6 +627,16 @@ HELPERS = {
     "contraction_adjoint_a": contraction_adjoint_a,
     "contraction_adjoint_b": contraction_adjoint_b,
     "trace_adjoint": trace_adjoint,
+    "diff_adjoint": diff_adjoint,
+    "cumprod_adjoint": cumprod_adjoint,
+    "cumprod_jvp": cumprod_jvp,
+    "cumprod_pairs": cumprod_pairs,
+    "cumprod_second": cumprod_second,
+    "_along_last": _along_last,
+    "_back_from_last": _back_from_last,
+    "_shifted": _shifted,
+    "_exclusive_cumprod": _exclusive_cumprod,
+    "_linear_scan": _linear_scan,
     "gradient_like": gradient_like,
     "_merged": _merged,
     "_add_parts": _add_parts,
@@ -574,6 +686,28 @@ HELPER_DEPENDENCIES = {
     "contraction_adjoint_a": ("unbroadcast",),
     "contraction_adjoint_b": ("unbroadcast",),
     "trace_adjoint": (),
+    "diff_adjoint": (),
+    "cumprod_adjoint": (
+        "_along_last",
+        "_back_from_last",
+        "_shifted",
+        "_exclusive_cumprod",
+        "_linear_scan",
+    ),
+    "cumprod_jvp": ("_along_last", "_exclusive_cumprod", "_linear_scan"),
+    "cumprod_pairs": (
+        "_along_last",
+        "_back_from_last",
+        "_shifted",
+        "_exclusive_cumprod",
+        "_linear_scan",
+    ),
+    "cumprod_second": ("_along_last", "_shifted", "_exclusive_cumprod", "_linear_scan"),
+    "_along_last": (),
+    "_back_from_last": (),
+    "_shifted": (),
+    "_exclusive_cumprod": (),
+    "_linear_scan": (),
     "gradient_like": ("unbroadcast", "_merged", "_add_parts"),
     "_merged": (),
     "_add_parts": (),

@@ -21,6 +21,9 @@ from .array_helpers import (
     cofactors,
     contraction_adjoint_a,
     contraction_adjoint_b,
+    cumprod_adjoint,
+    cumprod_jvp,
+    diff_adjoint,
     extreme_adjoint,
     extreme_tangent,
     matmul_adjoint_a,
@@ -165,6 +168,22 @@ def tanh(x, result, g):
     return g * (1.0 - result * result)
 
 
+@array_rule(np.arcsinh)
+def arcsinh(x, result, g):
+    return g / np.hypot(x, 1.0)  # as math.asinh's rule: sqrt(x * x + 1) without overflow
+
+
+@array_rule(np.arccosh)
+def arccosh(x, result, g):
+    # As math.acosh's rule: sqrt(x * x - 1) without overflow, nor cancellation near 1.
+    return g / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0))
+
+
+@array_rule(np.arctanh)
+def arctanh(x, result, g):
+    return g / ((1.0 - x) * (1.0 + x))  # as math.atanh's rule: no cancellation near |x| = 1
+
+
 @array_rule(np.exp)
 def exp(x, result, g):
     return g * result
@@ -173,6 +192,18 @@ def exp(x, result, g):
 @array_rule(np.expm1)
 def expm1(x, result, g):
     return g * np.exp(x)  # as math.expm1's rule: result + 1.0 cancels to 0 below about -20
+
+
+@array_rule(np.exp2)
+def exp2(x, result, g):
+    return g * result * np.log(2.0)
+
+
+@array_rule(np.logaddexp)
+def logaddexp(a, b, result, g):
+    # e^a / (e^a + e^b) as exp(a - result): a - result <= 0, so it never overflows (the
+    # quotient does beyond a = 709) and a partial too small for a float comes out 0.
+    return unbroadcast(g * np.exp(a - result), a), unbroadcast(g * np.exp(b - result), b)
 
 
 @array_rule(np.log)
@@ -198,6 +229,13 @@ def log10(x, result, g):
 @array_rule(np.sqrt)
 def sqrt(x, result, g):
     return g / (2.0 * result)
+
+
+@array_rule(np.cbrt)
+def cbrt(x, result, g):
+    # x ** (-2/3) / 3 through the root itself, which neither over- nor underflows when
+    # squared; inf at 0, as NumPy's arithmetic gives (np.sqrt's rule does the same).
+    return g / (3.0 * (result * result))
 
 
 @array_rule(np.square)
@@ -368,9 +406,66 @@ def inv(x, result, g):
     return -np.swapaxes(result, -1, -2) @ g @ np.swapaxes(result, -1, -2)
 
 
+@array_rule(np.linalg.solve)
+def solve(a, b, result, g):
+    # x = solve(a, b): b's adjoint is solve(a^T, g), a's is -solve(a^T, g) x^T, each summed
+    # over the stacks broadcasting added. NumPy 2 reads b as one vector only when
+    # b.ndim == 1 (x and g then have a's stack shape): g is solved as a column, and a's
+    # adjoint is a (stack of) outer products.
+    column = np.ndim(b) == 1
+    solved = (
+        np.linalg.solve(np.swapaxes(a, -1, -2), g[..., None])[..., 0]
+        if column
+        else np.linalg.solve(np.swapaxes(a, -1, -2), g)
+    )
+    return (
+        unbroadcast(
+            -(solved[..., :, None] * result[..., None, :])
+            if column
+            else -(solved @ np.swapaxes(result, -1, -2)),
+            a,
+        ),
+        unbroadcast(solved, b),
+    )
+
+
 @array_rule(operator.getitem)
 def getitem(x, result, g, *, index):
     return scatter(g, x, index)
+
+
+# ----- running sums and products, differences, reorderings -------------------------------
+# With axis=None NumPy flattens x first: the adjoint is then 1-d and takes x's shape back.
+@array_rule(np.cumsum)
+def cumsum(x, result, g, *, axis=None):
+    # A running sum's adjoint is the running sum from the other end (flip, cumsum, flip:
+    # functions with rules of their own, so second derivatives need nothing more).
+    return (
+        np.reshape(np.flip(np.cumsum(np.flip(g))), np.shape(x))
+        if axis is None
+        else np.flip(np.cumsum(np.flip(g, axis), axis), axis)
+    )
+
+
+@array_rule(np.cumprod)
+def cumprod(x, result, g, *, axis=None):
+    return cumprod_adjoint(g, x, axis)  # exact with zeros: it never divides by x
+
+
+@array_rule(np.flip)
+def flip(x, result, g, *, axis=None):
+    return np.flip(g, axis)  # a reversal is its own inverse and its own transpose
+
+
+@array_rule(np.roll)
+def roll(x, result, g, *, shift, axis=None):
+    # Rolled back; np.negative, as the shift may be a tuple (one per axis of a tuple axis).
+    return np.roll(g, np.negative(shift), axis)
+
+
+@array_rule(np.diff)
+def diff(x, result, g, *, n=1, axis=-1):
+    return diff_adjoint(g, x, n, axis)
 
 
 # ----- arrays built from lists: one adjoint per element -----------------------------------
@@ -407,6 +502,7 @@ ELEMENTWISE = frozenset(
     | {np.add, np.subtract, np.multiply, np.divide, np.negative, np.power}
     | {np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan, np.arctan2, np.hypot}
     | {np.sinh, np.cosh, np.tanh, np.exp, np.expm1, np.log, np.log1p, np.log2, np.log10}
+    | {np.arcsinh, np.arccosh, np.arctanh, np.cbrt, np.exp2, np.logaddexp}
     | {np.sqrt, np.square, np.reciprocal, np.abs, np.maximum, np.minimum, np.where, np.clip}
     | {np.floor, np.ceil, np.trunc, np.rint, np.round, np.sign}
 )
@@ -532,9 +628,46 @@ def inv_tangent(x, result, g):
     return -result @ g @ result
 
 
+@array_tangent(np.linalg.solve)
+def solve_tangent(a, b, result, g):
+    # dx = solve(a, db - da x); a vector x (b.ndim == 1) is multiplied as a column.
+    column = np.ndim(b) == 1
+    return (
+        -np.linalg.solve(a, g @ result[..., None])[..., 0]
+        if column
+        else -np.linalg.solve(a, g @ result),
+        np.linalg.solve(a, g),
+    )
+
+
 @array_tangent(operator.getitem)
 def getitem_tangent(x, result, g, *, index):
     return g[index]
+
+
+@array_tangent(np.cumsum)
+def cumsum_tangent(x, result, g, *, axis=None):
+    return np.cumsum(g, axis)
+
+
+@array_tangent(np.cumprod)
+def cumprod_tangent(x, result, g, *, axis=None):
+    return cumprod_jvp(g, x, axis)
+
+
+@array_tangent(np.flip)
+def flip_tangent(x, result, g, *, axis=None):
+    return np.flip(g, axis)
+
+
+@array_tangent(np.roll)
+def roll_tangent(x, result, g, *, shift, axis=None):
+    return np.roll(g, shift, axis)
+
+
+@array_tangent(np.diff)
+def diff_tangent(x, result, g, *, n=1, axis=-1):
+    return np.diff(g, n, axis)
 
 
 # Variadic: ``g`` is the list of the elements' tangents (zeros for constant elements).

@@ -13,7 +13,8 @@ A generated gradient's ``split_adjoint`` (the pieces of ``np.concatenate``'s adj
 array) and ``gradient_like`` (a parameter's gradient assembled from its parts) are read back
 as ``split_part`` and ``assemble`` calls (``lower_arrays.py``). ``prod_pairs`` (np.prod's
 second derivative) has no rule: third derivatives through ``np.prod`` are not supported, and
-the compiler says so.
+the compiler says so; nor are they through ``np.cumprod`` (``cumprod_pairs``,
+``cumprod_second``).
 """
 
 import numpy as np
@@ -27,6 +28,11 @@ from .array_helpers import (
     contraction,
     contraction_adjoint_a,
     contraction_adjoint_b,
+    cumprod_adjoint,
+    cumprod_jvp,
+    cumprod_pairs,
+    cumprod_second,
+    diff_adjoint,
     extreme_adjoint,
     extreme_tangent,
     join_part,
@@ -183,6 +189,16 @@ def trace_adjoint_tangent(part, x, result, g):
     return trace_adjoint(g, x), None
 
 
+@array_rule(diff_adjoint)
+def diff_adjoint_rule(part, x, result, g, *, n, axis):
+    return np.diff(g, n, axis), None
+
+
+@array_tangent(diff_adjoint)
+def diff_adjoint_tangent(part, x, result, g, *, n, axis):
+    return diff_adjoint(g, x, n, axis), None
+
+
 @array_rule(split_part)
 def split_part_rule(whole, result, g, *, arrays, axis, i):
     return join_part(g, whole, arrays, axis, i)
@@ -229,6 +245,30 @@ def prod_adjoint_tangent(part, x, result, g, *, axis, keepdims):
         prod_adjoint(g, x, axis, keepdims),
         prod_pairs(g, x, axis) * restore_axes(part, x, axis, keepdims),
     )
+
+
+# cumprod_adjoint(part, x) is J(x)^T part, J the Jacobian of np.cumprod, and cumprod_jvp(v, x)
+# is J(x) v: linear in their first argument, each other's transpose there. Their derivatives
+# in x are second derivatives of np.cumprod: cumprod_pairs (a Hessian, its own transpose)
+# and cumprod_second, which have no rules (third derivatives are not supported).
+@array_rule(cumprod_adjoint)
+def cumprod_adjoint_rule(part, x, result, g, *, axis):
+    return cumprod_jvp(g, x, axis), cumprod_pairs(g, part, x, axis)
+
+
+@array_tangent(cumprod_adjoint)
+def cumprod_adjoint_tangent(part, x, result, g, *, axis):
+    return cumprod_adjoint(g, x, axis), cumprod_pairs(g, part, x, axis)
+
+
+@array_rule(cumprod_jvp)
+def cumprod_jvp_rule(part, x, result, g, *, axis):
+    return cumprod_adjoint(g, x, axis), cumprod_pairs(part, g, x, axis)
+
+
+@array_tangent(cumprod_jvp)
+def cumprod_jvp_tangent(part, x, result, g, *, axis):
+    return cumprod_jvp(g, x, axis), cumprod_second(part, g, x, axis)
 
 
 @array_rule(assemble, variadic=True)

@@ -848,6 +848,255 @@ add(
 )
 
 
+# --- running sums, reorderings (added after issue 4) ---------------------------------------------
+
+
+def running_sums(x, w):
+    return np.sum(np.cumsum(x * w, axis=1) ** 2) + np.sum(np.sin(np.cumsum(x)))
+
+
+def running_sums_grad(x, w):
+    # A running sum's adjoint is the running sum of the adjoint from the other end.
+    rows = 2.0 * np.cumsum(x * w, axis=1)
+    rows = np.cumsum(rows[:, ::-1], axis=1)[:, ::-1]
+    flat = np.cos(np.cumsum(x))
+    flat = np.cumsum(flat[::-1])[::-1].reshape(x.shape)
+    return rows * w + flat, rows * x
+
+
+add(
+    running_sums,
+    lambda rng: (normal(rng, 3, 4), normal(rng, 3, 4)),
+    "x, w: (3, 4); one running sum along rows, one over the flattened x",
+    ("np.cumsum", "axis:int"),
+    (0, 1),
+    running_sums_grad,
+)
+
+
+def flips(x, w):
+    return np.sum(np.flip(x, 0) * w) + np.sum(np.flip(x) ** 3) + np.sum(np.flip(w, (0, 1)) * x * x)
+
+
+def flips_grad(x, w):
+    return w[::-1] + 3.0 * x**2 + 2.0 * x * w[::-1, ::-1], x[::-1] + (x * x)[::-1, ::-1]
+
+
+add(
+    flips,
+    lambda rng: (normal(rng, 3, 4), normal(rng, 3, 4)),
+    "x, w: (3, 4); flipped along one axis, all axes, and an axis tuple",
+    ("np.flip",),
+    (0, 1),
+    flips_grad,
+)
+
+
+def running_products(x, w):
+    return np.sum(np.cumprod(x, axis=1) * w) + np.sum(np.cumprod(x) ** 2)
+
+
+def _cumprod_vjp(x, g):
+    """The adjoint of np.cumprod along the last axis, by brute force: x[j]'s partials are the
+    running products of x with x[j] set to 1, from j on (exact with zeros)."""
+    out = np.zeros_like(x)
+    for j in np.ndindex(x.shape):
+        ones = x.copy()
+        ones[j] = 1.0
+        out[j] = np.sum((g * np.cumprod(ones, axis=-1))[..., j[-1] :][j[:-1]])
+    return out
+
+
+def running_products_grad(x, w):
+    flat = _cumprod_vjp(x.ravel(), 2.0 * np.cumprod(x))
+    return _cumprod_vjp(x, w) + flat.reshape(x.shape), np.cumprod(x, axis=1)
+
+
+def _with_zeros(rng):
+    x = away(rng, 3, 4, gap=0.5, bound=1.5)
+    x[0, 1] = x[1, 2] = x[1, 3] = x[2, 0] = 0.0  # first, inside, twice in a row, last
+    return x
+
+
+add(
+    running_products,
+    lambda rng: (_with_zeros(rng), normal(rng, 3, 4)),
+    "x: (3, 4), 0.5 <= |x| < 1.5 but for four exact zeros; w: (3, 4)",
+    ("np.cumprod", "axis:int"),
+    (0, 1),
+    running_products_grad,
+)
+
+
+def running_methods(x, w):
+    return np.sum(x.cumsum(axis=0) * w) + np.sum(x.cumprod(1) * w) + np.sum(x.cumprod() ** 2)
+
+
+add(
+    running_methods,
+    lambda rng: (away(rng, 3, 4, gap=0.5, bound=1.2), normal(rng, 3, 4)),
+    "x: (3, 4), 0.5 <= |x| < 1.2; w: (3, 4)",
+    ("x.cumsum()", "x.cumprod()"),
+    (0, 1),
+)
+
+
+def rolls(x, w):
+    return (
+        np.sum(np.roll(x, 1) * w)
+        + np.sum(np.roll(x, (1, -2), axis=(0, 1)) ** 3)
+        + np.sum(np.sin(np.roll(x * w, -1, axis=0)))
+    )
+
+
+def rolls_grad(x, w):
+    # A roll moves elements without changing them: sum(roll(x, 1) * w) = sum(x * roll(w, -1)).
+    wave = np.cos(x * w)
+    return np.roll(w, -1) + 3.0 * x**2 + wave * w, np.roll(x, 1) + wave * x
+
+
+add(
+    rolls,
+    lambda rng: (normal(rng, 3, 4), normal(rng, 3, 4)),
+    "x, w: (3, 4); rolled flattened, along a tuple of axes, and along one axis",
+    ("np.roll", "axis:tuple"),
+    (0, 1),
+    rolls_grad,
+)
+
+
+def differences(x, w):
+    return np.sum(np.diff(x) ** 2 * w[:, 1:]) + np.sum(np.sin(np.diff(x * w, n=2, axis=0)))
+
+
+def differences_grad(x, w):
+    step = x[:, 1:] - x[:, :-1]
+    inner = 2.0 * step * w[:, 1:]
+    gx, gw = np.zeros_like(x), np.zeros_like(w)
+    gx[:, 1:] += inner
+    gx[:, :-1] -= inner
+    gw[:, 1:] += step**2
+    u = x * w
+    outer = np.cos(u[2:] - 2.0 * u[1:-1] + u[:-2])
+    gu = np.zeros_like(u)
+    gu[2:] += outer
+    gu[1:-1] -= 2.0 * outer
+    gu[:-2] += outer
+    return gx + gu * w, gw + gu * x
+
+
+add(
+    differences,
+    lambda rng: (normal(rng, 4, 5), normal(rng, 4, 5)),
+    "x, w: (4, 5); first differences along rows, second differences down columns",
+    ("np.diff", "axis:int"),
+    (0, 1),
+    differences_grad,
+)
+
+
+def linear_solves(A, b, B):
+    x = np.linalg.solve(A, b)
+    X = np.linalg.solve(A, B)
+    return np.sum(x**2) + np.sum(np.sin(X)) + x @ b
+
+
+def linear_solves_grad(A, b, B):
+    inverse = np.linalg.inv(A)
+    x, X = inverse @ b, inverse @ B
+    gb = inverse.T @ (2.0 * x + b)  # through x = A^-1 b
+    gB = inverse.T @ np.cos(X)
+    return -np.outer(gb, x) - gB @ X.T, gb + x, gB
+
+
+add(
+    linear_solves,
+    lambda rng: (invertible(rng, 3), normal(rng, 3), normal(rng, 3, 2)),
+    "A: (3, 3) = I + 0.3 N / sqrt(3), b: (3,), B: (3, 2)",
+    ("np.linalg.solve", "op:@"),
+    (0, 1, 2),
+    linear_solves_grad,
+)
+
+
+def stacked_solves(S, b, C):
+    return np.sum(np.linalg.solve(S, b) ** 2) + np.sum(np.linalg.solve(S, C) * C)
+
+
+def stacked_solves_grad(S, b, C):
+    gS, gb, gC = np.zeros_like(S), np.zeros_like(b), np.zeros_like(C)
+    for k in range(len(S)):  # a 1-d b is one vector for every matrix of the stack (NumPy 2)
+        inverse = np.linalg.inv(S[k])
+        x, X = inverse @ b, inverse @ C[k]
+        u, U = inverse.T @ (2.0 * x), inverse.T @ C[k]
+        gS[k] = -np.outer(u, x) - U @ X.T
+        gb += u
+        gC[k] = X + U
+    return gS, gb, gC
+
+
+add(
+    stacked_solves,
+    lambda rng: (
+        np.stack([invertible(rng, 3) for _ in range(4)]),
+        normal(rng, 3),
+        normal(rng, 4, 3, 2),
+    ),
+    "S: (4, 3, 3) of I + 0.3 N / sqrt(3), b: (3,) (one vector for each), C: (4, 3, 2)",
+    ("np.linalg.solve",),
+    (0, 1, 2),
+    stacked_solves_grad,
+)
+
+
+# --- more elementwise functions (added after issue 4) -------------------------------------------
+
+
+def inverse_hyperbolics(x, y, u):
+    return np.sum(np.arcsinh(x) * np.arccosh(y)) + np.sum(np.arctanh(u) ** 2)
+
+
+def inverse_hyperbolics_grad(x, y, u):
+    return (
+        np.arccosh(y) / np.sqrt(x * x + 1.0),
+        np.arcsinh(x) / np.sqrt(y * y - 1.0),
+        2.0 * np.arctanh(u) / (1.0 - u * u),
+    )
+
+
+add(
+    inverse_hyperbolics,
+    lambda rng: (normal(rng, 3, 4), uniform(rng, 1.2, 3.0, 3, 4), uniform(rng, -0.8, 0.8, 5)),
+    "x: (3, 4), y: (3, 4) in [1.2, 3), u: (5,) in [-0.8, 0.8)",
+    ("np.arcsinh", "np.arccosh", "np.arctanh"),
+    (0, 1, 2),
+    inverse_hyperbolics_grad,
+)
+
+
+def roots_powers_and_soft_maxima(x, y, w):
+    return np.sum(np.cbrt(x) * np.exp2(y)) + np.sum(np.logaddexp(x, w))
+
+
+def roots_powers_and_soft_maxima_grad(x, y, w):
+    share = 1.0 / (1.0 + np.exp(w - x))  # e^x / (e^x + e^w), w broadcast along the rows
+    return (
+        np.exp2(y) / (3.0 * np.abs(x) ** (2.0 / 3.0)) + share,
+        np.cbrt(x) * 2.0**y * np.log(2.0),
+        np.sum(1.0 - share, axis=0),
+    )
+
+
+add(
+    roots_powers_and_soft_maxima,
+    lambda rng: (away(rng, 3, 4, gap=0.3), normal(rng, 3, 4), normal(rng, 4)),
+    "x: (3, 4), 0.3 <= |x| < 2 (cbrt's derivative is infinite at 0); y: (3, 4); w: (4,)",
+    ("np.cbrt", "np.exp2", "np.logaddexp", "broadcast:rank-extend"),
+    (0, 1, 2),
+    roots_powers_and_soft_maxima_grad,
+)
+
+
 # --- named workloads ----------------------------------------------------------------------------
 
 
@@ -1580,6 +1829,19 @@ NP_FUNCTIONS = (
     "linalg.norm",
     "linalg.det",
     "linalg.inv",
+    # added after issue 4
+    "cumsum",
+    "flip",
+    "roll",
+    "diff",
+    "linalg.solve",
+    "cumprod",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "cbrt",
+    "exp2",
+    "logaddexp",
 )
 
 # Every feature of issue 4 that the corpus must cover. A tag maps to text that must appear in
@@ -1594,6 +1856,8 @@ FEATURES: dict[str, str | None] = {
     **{f"np.{name}": f"np.{name}(" for name in NP_FUNCTIONS},
     "x.sum()": ".sum(",
     "x.mean()": ".mean(",
+    "x.cumsum()": ".cumsum(",
+    "x.cumprod()": ".cumprod(",
     "axis:int": "axis=",
     "axis:tuple": "axis=(",
     "keepdims": "keepdims=True",
