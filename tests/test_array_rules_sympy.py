@@ -165,6 +165,12 @@ def symbolic_table() -> dict[object, Symbolic]:
         SymPy leaves the derivative of its own ``floor`` unevaluated."""
         return -5 + sympy.Add(*(sympy.Heaviside(v - k) for k in range(-4, 6)))
 
+    inverse = _per_matrix(lambda m: m.adjugate() / m.det(), matrix_out=True)
+
+    def solve(a: Any, b: Any) -> Any:
+        """``inv(a) @ b``: exact, so the same as solving (``b`` a vector only when 1-d)."""
+        return np.matmul(inverse(a), b)
+
     half = sympy.Rational(1, 2)
     return {
         np.std: std,
@@ -172,7 +178,8 @@ def symbolic_table() -> dict[object, Symbolic]:
         np.min: _grouped_reduce(sympy.Min),
         np.linalg.norm: norm,
         np.linalg.det: _per_matrix(lambda m: m.det(method="berkowitz"), matrix_out=False),
-        np.linalg.inv: _per_matrix(lambda m: m.adjugate() / m.det(), matrix_out=True),
+        np.linalg.inv: inverse,
+        np.linalg.solve: solve,
         cofactors: _per_matrix(lambda m: m.adjugate().T, matrix_out=True),
         np.floor: _each(floor),
         np.ceil: _each(lambda v: -floor(-v)),
