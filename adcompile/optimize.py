@@ -156,6 +156,10 @@ def _simplify_binop(node: ast.BinOp, facts: FloatFacts) -> ast.expr:
     # the product is zero even where the other factor's formula is undefined (x**-1 at 0).
     if op is ast.Mult and (a == 0 or b == 0) and not facts.keeps_shapes:
         return ast.Constant(value=0.0)
+    if op is ast.Add and facts.keeps_shapes:
+        kept = _without_zero_mask(left, right)
+        if kept is not None:
+            return kept
     if op is ast.Pow and b == 0:
         return ast.Constant(value=1.0)
     if op is ast.Mult and a == 1:
@@ -169,6 +173,37 @@ def _simplify_binop(node: ast.BinOp, facts: FloatFacts) -> ast.expr:
     if op is ast.Pow and b == 2 and left.__class__ is ast.Name:
         return ast.BinOp(left=left, op=ast.Mult(), right=ast.Name(id=left.id, ctx=ast.Load()))
     return node
+
+
+def _without_zero_mask(left: ast.expr, right: ast.expr) -> ast.expr | None:
+    """``x`` for ``x + (x == c) * 0`` (either order), ``x`` a name and ``c`` a number.
+
+    In array code a zero product keeps its factor's shape (it may broadcast the sum), but a
+    comparison of ``x`` with a number has ``x``'s own shape, so the sum is ``x``. This is
+    what the power rule's mask for ``0 ** 0`` leaves where the exponent is a literal."""
+    for kept, term in ((left, right), (right, left)):
+        if kept.__class__ is ast.Name and _is_zero_mask_of(term, kept.id):
+            return kept
+    return None
+
+
+def _is_zero_mask_of(term: ast.expr, name: str) -> bool:
+    """True for ``(name <op> c) * 0`` or ``0 * (name <op> c)``, ``c`` a number."""
+    if term.__class__ is not ast.BinOp or term.op.__class__ is not ast.Mult:
+        return False
+    if _number(term.right) == 0:
+        mask = term.left
+    elif _number(term.left) == 0:
+        mask = term.right
+    else:
+        return False
+    return (
+        mask.__class__ is ast.Compare
+        and len(mask.ops) == 1
+        and mask.left.__class__ is ast.Name
+        and mask.left.id == name
+        and _number(mask.comparators[0]) is not None
+    )
 
 
 def _drop_unit_factor(node: ast.BinOp, facts: FloatFacts) -> ast.expr | None:

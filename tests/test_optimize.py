@@ -5,7 +5,10 @@ from __future__ import annotations
 import ast
 import re
 
+import numpy as np
+
 from adcompile import grad
+from adcompile.floats import ARRAY_FACTS
 from adcompile.optimize import (
     drop_copies_back,
     drop_zero_contributions,
@@ -57,6 +60,37 @@ def test_simplify_identities_and_literal_zero_factors():
     }
     for before, after in cases.items():
         assert ast.unparse(simplify(ast.parse(before, mode="eval").body)) == after
+
+
+def test_array_code_keeps_zero_products_except_a_mask_of_the_other_term():
+    # In array code `e * 0` keeps e's shape (it may broadcast the sum), except the power
+    # rule's mask `(x == 0) * 0` added to `x` itself: a comparison of x has x's shape.
+    cases = {
+        "g * 2 * (x + (x == 0) * (2 == 0)) ** (2 - 1.0)": "g * 2 * x",
+        "(x == 0) * 0 + x": "x",
+        "x + 0 * (x != 1.5)": "x",
+        "x + (y == 0) * 0": "x + (y == 0) * 0",  # y may be larger than x
+        "x + (x == z) * 0": "x + (x == z) * 0",  # so may z
+        "x + (x == 0) * 1": "x + (x == 0)",
+        "x + y * 0": "x + y * 0",
+    }
+    for before, after in cases.items():
+        got = simplify(ast.parse(before, mode="eval").body, ARRAY_FACTS)
+        assert ast.unparse(got) == after, before
+
+
+def test_array_square_gradient_has_no_mask(tmp_path):
+    module = module_from_source(
+        tmp_path,
+        "import numpy as np\n\ndef f(x, y):\n    return np.sum((x - y) ** 2)\n",
+    )
+    g = grad(module.f)
+    assert "== 0" not in g.source
+    x, y = np.array([0.5, -1.0, 2.0], dtype=np.float32), np.array([0.5, 1.0, 0.0])
+    gx, gy = g(x, y)
+    assert gx.dtype == np.float32 and gy.dtype == np.float64
+    np.testing.assert_allclose(gx, 2.0 * (x.astype(np.float64) - y), rtol=1e-6)
+    np.testing.assert_allclose(gy, -2.0 * (x.astype(np.float64) - y), rtol=1e-6)
 
 
 def test_dead_code_keeps_only_what_the_result_reads():
