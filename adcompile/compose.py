@@ -184,8 +184,9 @@ def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
 
 def _not_sharing(result: Any, inputs: tuple) -> Any:
     """``result`` with a copy of each array in it that shares memory with an input: the
-    tangent of ``x + 1.0`` is the caller's tangent array itself, which the caller may then
-    change in place (``grad`` and ``vjp`` return arrays of their own too)."""
+    tangent of ``x + 1.0`` is the caller's tangent array itself, and the cotangent of ``x``
+    in ``x + y`` the caller's cotangent, which the caller may then change in place (``grad``
+    returns arrays of its own too). Two results sharing one input array get a copy each."""
     numpy = sys.modules.get("numpy")
     if numpy is None:  # no arrays anywhere
         return result
@@ -231,11 +232,11 @@ def vjp(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tup
                     f"vjp: the cotangent has shape {_shape(cotangent)}; the output has shape "
                     f"{_shape(value)} (a cotangent has its output's shape)"
                 )
-            return generated(*primals, cotangent)
+            return _not_sharing(generated(*primals, cotangent), (cotangent,))
         cotangents = tuple(cotangent)
         if len(cotangents) != outputs:
             raise ValueError(f"the output has {outputs} elements; got {len(cotangents)}")
-        return generated(*primals, *cotangents)
+        return _not_sharing(generated(*primals, *cotangents), cotangents)
 
     return value, pullback
 
@@ -268,7 +269,10 @@ def jacobian(fn: Callable[..., Any], wrt: Wrt = None, mode: str = "reverse") -> 
     def jacobian_of(*args: Any, **keywords: Any) -> Any:
         """The Jacobian at ``args``."""
         args = complete(args, keywords)
-        if arrays and mode == "forward":
+        # Code compiled for numbers, called with arrays, runs elementwise: its rows are
+        # array Jacobians too (one unit tangent or cotangent per element, not per argument).
+        arrays_here = arrays or any(getattr(a, "ndim", 0) > 0 for a in args)
+        if arrays_here and mode == "forward":
             partials = _array_jacobian_forward(generated, args, choice.names, params)
             if outputs is not None:  # one row per output element
                 partials = [tuple(p[i] for p in partials) for i in range(outputs)]
@@ -281,7 +285,7 @@ def jacobian(fn: Callable[..., Any], wrt: Wrt = None, mode: str = "reverse") -> 
                 partials = _array_jacobian(pullback, args, value, choice.names, params)
                 return partials[0] if choice.bare else partials
         table = None
-        if mode == "reverse" and outputs is not None and arrays:
+        if mode == "reverse" and outputs is not None and arrays_here:
             table = _array_rows(generated, args, fn(*_private(args)), choice.names, params)
         table = table or rows(args)
         shaped = [row[0] if choice.bare else tuple(row) for row in table]
@@ -307,11 +311,16 @@ def _array_rows(
     every element is a number (the usual rows then)."""
     if not any(getattr(value, "ndim", 0) > 0 for value in values):
         return None
-    count, table = len(values), []
+    import numpy as np  # an output is a NumPy array: NumPy is loaded
+
+    # The other elements' cotangents are zeros of their own shapes: the array rules read
+    # an adjoint shaped like their result (np.cumsum reshapes it, np.diff pads it).
+    zeros = [np.zeros_like(v, dtype=np.result_type(v, 1.0)) if np.ndim(v) else 0.0 for v in values]
+    table = []
     for k, value in enumerate(values):
 
         def pullback(cotangent: Any, k: int = k) -> tuple:
-            return generated(*args, *[cotangent if i == k else 0.0 for i in range(count)])
+            return generated(*args, *[cotangent if i == k else z for i, z in enumerate(zeros)])
 
         if getattr(value, "ndim", 0) > 0:
             table.append(_array_jacobian(pullback, args, value, wrt, params))

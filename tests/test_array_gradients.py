@@ -801,6 +801,54 @@ def test_reverse_jacobian_of_a_tuple_with_an_array_element_matches_forward_mode(
     np.testing.assert_allclose(adcompile.jacobian(loss_and_prediction, wrt=0)(w, X)[1], X)
 
 
+SOLVE_MATRIX = np.array([[2.0, 0.3, 0.0], [0.1, 3.0, 0.2], [0.0, 0.4, 1.5]])
+
+
+def running_sum_and_total(x):
+    return np.cumsum(x), np.sum(x)
+
+
+def total_and_running_product(x):
+    return np.sum(x), np.cumprod(x, axis=0)
+
+
+def differences_and_first(x):
+    return np.diff(x), x[0]
+
+
+def solved_and_square(x):
+    return np.linalg.solve(SOLVE_MATRIX, x), np.sum(x * x)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [running_sum_and_total, total_and_running_product, differences_and_first, solved_and_square],
+)
+def test_reverse_jacobian_of_a_tuple_passes_zeros_shaped_like_the_other_elements(fn) -> None:
+    # Each element's rows come from pullbacks with zero cotangents for the others; the
+    # rules of cumsum, cumprod, diff and solve read those as arrays of their results' shape.
+    x, h = np.array([1.0, 2.0, 3.0]), 1e-6
+    jac = adcompile.jacobian(fn)(x)
+    for element, rows in enumerate(jac):
+        for i in range(3):
+            step = np.eye(3)[i] * h
+            column = (np.asarray(fn(x + step)[element]) - fn(x - step)[element]) / (2 * h)
+            np.testing.assert_allclose(np.asarray(rows)[..., i], column, rtol=1e-6, atol=1e-9)
+
+
+def doubled_and_tripled(x):
+    return x * 2.0, x * 3.0  # names no NumPy: compiled for numbers
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_jacobian_of_number_code_called_with_arrays_has_array_rows(mode) -> None:
+    # Each row is an array Jacobian (2I and 3I here), not one number per argument.
+    x = np.array([1.0, -2.0, 0.5])
+    doubled, tripled = adcompile.jacobian(doubled_and_tripled, mode=mode)(x)
+    np.testing.assert_array_equal(doubled, 2.0 * np.eye(3))
+    np.testing.assert_array_equal(tripled, 3.0 * np.eye(3))
+
+
 def _leaves(tree: object) -> list:
     if isinstance(tree, tuple | list):
         return [leaf for item in tree for leaf in _leaves(item)]
@@ -815,6 +863,26 @@ def shifted_cube(x, w):
 def shifted_sine(x, w):
     x += w
     return np.sin(x) * 2.0
+
+
+def sum_of_two(x, y):
+    return x + y
+
+
+def test_vjp_cotangents_are_arrays_of_their_own() -> None:
+    # The cotangents of x and y in x + y are the output's cotangent itself: returned as it
+    # is, changing one would change the caller's array and the other.
+    _, pullback = adcompile.vjp(sum_of_two, np.ones(3), np.ones(3))
+    cotangent = np.array([1.0, 2.0, 3.0])
+    gx, gy = pullback(cotangent)
+    gx *= 10.0
+    np.testing.assert_array_equal(cotangent, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(gy, [1.0, 2.0, 3.0])
+    _, pullback = adcompile.vjp(lambda x, y: (x + y, x), np.ones(3), np.ones(3))
+    first, second = np.array([1.0, 2.0, 3.0]), np.zeros(3)
+    gx, gy = pullback((first, second))
+    gy *= 10.0
+    np.testing.assert_array_equal(first, [1.0, 2.0, 3.0])
 
 
 def test_vjp_and_jacobian_leave_an_input_the_function_updates_unchanged() -> None:
