@@ -50,6 +50,8 @@ def _positive_order(call: ast.Call) -> bool:
     return isinstance(n, ast.Constant) and type(n.value) is int and n.value > 0
 
 
+# Methods (and NumPy functions) that always return a new array: x.copy(), x.cumsum(axis=0).
+_NEW_ARRAY_METHODS = frozenset({"copy", "cumsum", "cumprod"})
 # Reductions that give a number when they take the whole array (no axis, no keepdims).
 _WHOLE_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "var", "std", "norm"})
 
@@ -61,13 +63,12 @@ def owns_value(value: ast.expr) -> bool:
     if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Attribute):
         return False
     owner, name = value.func.value, value.func.attr
+    if name in _NEW_ARRAY_METHODS:  # whatever the owner: np.flip(x).copy() is new too
+        return True
     if may_share(name, value) or not isinstance(owner, ast.Name | ast.Attribute):
         return False
     # np.f(...) makes a new array; x.f(...) only for the whole-array reductions (x.sum())
-    # and x.copy()
-    if _is_numpy(owner) or (name in _WHOLE_REDUCTIONS and not value.args):
-        return True
-    return name == "copy" and not value.args and not value.keywords
+    return _is_numpy(owner) or (name in _WHOLE_REDUCTIONS and not value.args)
 
 
 def is_number(value: ast.expr) -> bool:

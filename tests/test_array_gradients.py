@@ -1251,6 +1251,56 @@ def test_a_copy_method_is_a_new_array_of_its_own(tmp_path: Path) -> None:
     np.testing.assert_allclose(grad(fn)(x), 2.0 * x + 3.0 * x * x)  # d/dx sum(x^2 + x^3)
 
 
+NEW_ARRAY_METHODS_SOURCE = """
+import numpy as np
+
+
+def running_sum_updated(x):
+    y = x.cumsum()
+    y += x
+    return np.sum(y * y)
+
+
+def copy_of_a_view_updated(x):
+    y = np.flip(x).copy()
+    y += 1.0
+    return np.sum(y * x)
+
+
+def running_product_updated(x):
+    y = (x * 2.0).cumprod(axis=0)
+    y *= x
+    return np.sum(y)
+"""
+
+
+@pytest.mark.parametrize(
+    "name", ["running_sum_updated", "copy_of_a_view_updated", "running_product_updated"]
+)
+def test_updates_after_methods_that_make_new_arrays_compile(tmp_path: Path, name: str) -> None:
+    """`x.cumsum()`, `x.cumprod()` and `e.copy()` of any `e` are new arrays: updating them
+    in place was refused as if they might be x's."""
+    fn = function_from_source(tmp_path, NEW_ARRAY_METHODS_SOURCE, name)
+    x = np.array([0.5, -1.0, 2.0])
+    check_gradient(fn, grad(fn, wrt=(0,)), (x,), (0,))  # finite differences; x unchanged
+
+
+def powers_and_logs_of_two_and_ten(x):
+    return np.exp2(x) + np.log2(x) + np.log10(x)
+
+
+def test_float32_tangents_of_base_two_and_ten_stay_float32() -> None:
+    # Their rules' constants ln 2 and ln 10 were NumPy float64 scalars, which promote
+    # float32 arrays (NumPy 2); forward mode has no unbroadcast to cast back.
+    x = np.array([0.5, 1.0, 3.0], dtype=np.float32)
+    _, tangent = adcompile.jvp(powers_and_logs_of_two_and_ten, (x,), (np.ones(3, np.float32),))
+    jac = adcompile.jacobian(powers_and_logs_of_two_and_ten, mode="forward")(x)
+    assert tangent.dtype == np.float32 and jac.dtype == np.float32
+    x64 = x.astype(np.float64)
+    exact = np.exp2(x64) * np.log(2.0) + 1.0 / (x64 * np.log(2.0)) + 1.0 / (x64 * np.log(10.0))
+    np.testing.assert_allclose(tangent, exact, rtol=1e-6)
+
+
 # ----- running sums, differences, reorderings: what the corpus does not show -----------------
 STATICS_SOURCE = """
 import numpy as np
