@@ -1301,6 +1301,28 @@ def test_float32_tangents_of_base_two_and_ten_stay_float32() -> None:
     np.testing.assert_allclose(tangent, exact, rtol=1e-6)
 
 
+ZERO_D_SOURCE = """
+import numpy as np
+
+
+def running_product_of_one(x):
+    return np.sum(np.cumprod(x, axis=0) ** 2)  # NumPy: shape (1,)
+
+
+def order_zero_difference(x):
+    return np.sum(np.diff(x, n=0) ** 2)  # NumPy: x itself
+"""
+
+
+@pytest.mark.parametrize("name", ["running_product_of_one", "order_zero_difference"])
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_zero_dimensional_inputs_numpy_accepts(tmp_path: Path, name: str, mode: str) -> None:
+    # d/dx x**2 = 2x; both crashed reading an axis of the 0-d array.
+    fn = function_from_source(tmp_path, ZERO_D_SOURCE, name)
+    assert float(grad(fn, mode=mode)(np.array(0.7))) == pytest.approx(1.4, rel=1e-15)
+    assert float(adcompile.hessian(fn)(np.array(0.7))) == pytest.approx(2.0, rel=1e-15)
+
+
 # ----- running sums, differences, reorderings: what the corpus does not show -----------------
 STATICS_SOURCE = """
 import numpy as np

@@ -587,6 +587,7 @@ CUMPRODS: tuple[tuple[str, tuple[int, ...], int | None, Domain], ...] = (
     ("zero-inside", (7,), None, zeros_at(3)),
     ("zeros-inside-axis=1", (2, 6), 1, zeros_at(2, 4, 7, 8)),
     ("zero-last", (5,), 0, zeros_at(-1)),
+    ("0-d-axis=0", (), 0, signed(0.5, 1.5)),  # NumPy reads a 0-d x as one element
 )
 CASES[(np.cumprod, 1)] = [
     *(Case(label, (shape,), domain, {"axis": axis}) for label, shape, axis, domain in CUMPRODS),
@@ -612,6 +613,7 @@ DIFFS: tuple[tuple[str, tuple[int, ...], int, int], ...] = (
     ("n=0", (3, 4), 0, -1),
     ("n=length", (2, 3), 3, -1),  # an empty result: nothing depends on x
     ("n-beyond-length", (4, 2), 5, 0),
+    ("0-d-n=0", (), 0, -1),  # x itself: a 0-d x has no axis to difference along
 )
 CASES[(np.diff, 1)] = [
     Case(label, (shape,), statics={"n": n, "axis": axis}) for label, shape, n, axis in DIFFS

@@ -107,3 +107,26 @@ def test_array_rule_is_accurate_at_extreme_arguments(name, args, mode, tmp_path)
         expected = PARTIALS[name](*[mpmath.mpf(a) for a in args])
     for value, exact in zip(got, expected, strict=True):
         assert value[0] == pytest.approx(float(exact), rel=1e-12, abs=0.0)
+
+
+INFINITE_LOGADDEXP = [
+    # (a, b) -> the partials' limits: the larger argument takes all; equal ones share it.
+    ((np.inf, 1.0), (1.0, 0.0)),
+    ((1.0, np.inf), (0.0, 1.0)),
+    ((-np.inf, 2.0), (0.0, 1.0)),
+    ((np.inf, np.inf), (0.5, 0.5)),
+    ((-np.inf, -np.inf), (0.5, 0.5)),
+    ((3.0, 3.0), (0.5, 0.5)),
+]
+
+
+@pytest.mark.parametrize(("args", "limits"), INFINITE_LOGADDEXP, ids=str)
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_logaddexp_partials_at_infinite_arguments_are_their_limits(
+    args, limits, mode, tmp_path
+) -> None:
+    # exp(a - result) read inf - inf (nan, with NumPy's RuntimeWarning) where a is +inf.
+    source = "import numpy as np\n\n\ndef f(x, y):\n    return np.sum(np.logaddexp(x, y))\n"
+    f = function_from_source(tmp_path, source)
+    got = grad(f, mode=mode)(*[np.array([a]) for a in args])
+    assert [float(p[0]) for p in got] == list(limits)

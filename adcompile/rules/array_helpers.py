@@ -297,6 +297,8 @@ def diff_adjoint(g, x, n, axis):
     """The adjoint of ``np.diff(x, n, axis)``: ``g`` with ``n`` zeros added at both ends of
     ``axis``, differenced ``n`` times, times ``(-1) ** n`` (one difference's transpose is
     minus the difference of ``g`` padded with a zero at each end)."""
+    if n == 0:  # np.diff(x, 0) is x (a 0-d x too, which has no axis to read)
+        return g * 1.0  # a new array, of a float dtype
     if np.shape(g)[axis] == 0:  # n >= the length: nothing depended on x
         return np.zeros(np.shape(x), np.result_type(g, 1.0))
     widths = [(0, 0)] * np.ndim(g)
@@ -321,7 +323,7 @@ def cumprod_jvp(v, x, axis):
     ``cumprod_adjoint``): ``d[i] = x[i] * d[i - 1] + (product before x[i]) * v[i]``."""
     flat = _along_last(x, axis)
     tangent = _linear_scan(flat, _exclusive_cumprod(flat) * _along_last(v, axis), False)
-    return tangent if axis is None else np.moveaxis(tangent, -1, axis)
+    return tangent if _flattens(x, axis) else np.moveaxis(tangent, -1, axis)
 
 
 def cumprod_pairs(v, p, x, axis):
@@ -345,18 +347,23 @@ def cumprod_second(v, w, x, axis):
     first_v = _shifted(_linear_scan(flat, before * along_v, False), 1)
     first_w = _shifted(_linear_scan(flat, before * along_w, False), 1)
     second = _linear_scan(flat, along_w * first_v + along_v * first_w, False)
-    return second if axis is None else np.moveaxis(second, -1, axis)
+    return second if _flattens(x, axis) else np.moveaxis(second, -1, axis)
 
 
 def _along_last(x, axis):
     """``x`` with ``axis`` moved last; with ``axis=None``, flattened (as NumPy's running
-    sums and products read it)."""
-    return np.ravel(x) if axis is None else np.moveaxis(x, axis, -1)
+    sums and products read it, and a 0-d ``x`` with ``axis=0``)."""
+    return np.ravel(x) if _flattens(x, axis) else np.moveaxis(x, axis, -1)
+
+
+def _flattens(x, axis):
+    """Whether ``np.cumprod(x, axis)`` reads ``x`` flattened: no axis, or a 0-d ``x``."""
+    return axis is None or np.ndim(x) == 0
 
 
 def _back_from_last(flat, x, axis):
     """The inverse of ``_along_last(x, axis)``: ``flat`` in the shape of ``x``."""
-    return np.reshape(flat, np.shape(x)) if axis is None else np.moveaxis(flat, -1, axis)
+    return np.reshape(flat, np.shape(x)) if _flattens(x, axis) else np.moveaxis(flat, -1, axis)
 
 
 def _shifted(z, by):
@@ -634,6 +641,7 @@ HELPERS = {
     "cumprod_second": cumprod_second,
     "_along_last": _along_last,
     "_back_from_last": _back_from_last,
+    "_flattens": _flattens,
     "_shifted": _shifted,
     "_exclusive_cumprod": _exclusive_cumprod,
     "_linear_scan": _linear_scan,
@@ -694,7 +702,7 @@ HELPER_DEPENDENCIES = {
         "_exclusive_cumprod",
         "_linear_scan",
     ),
-    "cumprod_jvp": ("_along_last", "_exclusive_cumprod", "_linear_scan"),
+    "cumprod_jvp": ("_along_last", "_flattens", "_exclusive_cumprod", "_linear_scan"),
     "cumprod_pairs": (
         "_along_last",
         "_back_from_last",
@@ -702,9 +710,16 @@ HELPER_DEPENDENCIES = {
         "_exclusive_cumprod",
         "_linear_scan",
     ),
-    "cumprod_second": ("_along_last", "_shifted", "_exclusive_cumprod", "_linear_scan"),
-    "_along_last": (),
-    "_back_from_last": (),
+    "cumprod_second": (
+        "_along_last",
+        "_flattens",
+        "_shifted",
+        "_exclusive_cumprod",
+        "_linear_scan",
+    ),
+    "_along_last": ("_flattens",),
+    "_back_from_last": ("_flattens",),
+    "_flattens": (),
     "_shifted": (),
     "_exclusive_cumprod": (),
     "_linear_scan": (),

@@ -203,8 +203,15 @@ def exp2(x, result, g):
 @array_rule(np.logaddexp)
 def logaddexp(a, b, result, g):
     # e^a / (e^a + e^b) as exp(a - result): a - result <= 0, so it never overflows (the
-    # quotient does beyond a = 709) and a partial too small for a float comes out 0.
-    return unbroadcast(g * np.exp(a - result), a), unbroadcast(g * np.exp(b - result), b)
+    # quotient does beyond a = 709) and a partial too small for a float comes out 0. Where
+    # an argument is the result (an infinite one: inf - inf is nan) its gap is read as 0,
+    # and equal arguments share g equally, as they do wherever they are finite.
+    gap_a = np.where(a == result, 0.0, a) - np.where(a == result, 0.0, result)
+    gap_b = np.where(b == result, 0.0, b) - np.where(b == result, 0.0, result)
+    return (
+        unbroadcast(g * np.where(a == b, 0.5, np.exp(gap_a)), a),
+        unbroadcast(g * np.where(a == b, 0.5, np.exp(gap_b)), b),
+    )
 
 
 @array_rule(np.log)
