@@ -504,7 +504,7 @@ EINSUM_OPTIMIZE = (
 def einsum_operands(count: int) -> str:
     """An einsum call with more operands than its rules take."""
     return (
-        f"{count} operands have no derivative rule (at most 3); contract them in steps, "
+        f"with {count} operands it has no derivative rule (1 to 3 here); contract them in steps, "
         'e.g. np.einsum("ij,jk,kl,lm->im", A, B, C, D) as '
         'np.einsum("ij,jk,km->im", A, B, np.einsum("kl,lm->km", C, D))'
     )
