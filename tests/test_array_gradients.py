@@ -616,6 +616,10 @@ def test_numpy_constructors_and_negative_axes_compile(tmp_path: Path) -> None:
 
 
 # ----- arrays under control flow --------------------------------------------------------------
+def first_row_sum(S):
+    return np.einsum("ij->i", S)[0]
+
+
 def recurrent(W, h, xs):
     for i in range(3):
         h = np.tanh(W @ h + xs[i])
@@ -1333,6 +1337,16 @@ def cubic_trace(S):
 
 def cubic_in_t(t, x, A):
     return np.einsum("i,ij,j->", t * x, A, t * t * x)
+
+
+def first_row_sum(S):
+    return np.einsum("ij->i", S)[0]
+
+
+def recurrent(W, h, xs):
+    for i in range(3):
+        h = np.tanh(np.einsum("ij,j->i", W, h) + xs[i])
+    return np.sum(h**2)
 """
 
 
@@ -1423,6 +1437,20 @@ def test_einsum_transpose_gradients_do_not_share_arrays(einsum_module) -> None:
     gx, gy = check_gradient(fn, grad(fn, wrt=(0, 1)), (x, y), (0, 1))
     np.testing.assert_allclose(gx, np.cos(x.T + y).T, rtol=1e-12)
     assert not np.shares_memory(gx, gy)  # b_x is a transposed view of b_y's array
+
+
+def test_einsum_in_a_loop_in_both_modes(einsum_module) -> None:
+    rng = np.random.default_rng(12)
+    args = (rng.normal(size=(3, 3)), rng.normal(size=3), rng.normal(size=(3, 3)))
+    fn = einsum_module.recurrent
+    for mode in ("reverse", "forward"):
+        check_gradient(fn, grad(fn, wrt=(0, 1, 2), mode=mode), args, (0, 1, 2))
+
+
+def test_an_einsum_with_no_output_label_is_a_scalar(einsum_module) -> None:
+    # Its value needs no check that it is a scalar (as a full np.sum's does not).
+    assert "check_scalar" not in grad(einsum_module.quadratic_form).source
+    assert "check_scalar(" in grad(einsum_module.first_row_sum).source  # an item: not known
 
 
 def test_einsum_hessians_against_closed_forms(einsum_module) -> None:
