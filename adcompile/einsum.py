@@ -87,12 +87,6 @@ def _text(labels: tuple[str, ...] | list[str]) -> str:
     return "".join(labels)
 
 
-def subscripts_text(subscripts: Subscripts) -> str:
-    """Explicit subscripts (``"ij,jk->ik"``)."""
-    inputs = ",".join(_text(term) for term in subscripts.inputs)
-    return f"{inputs}->{_text(subscripts.output)}"
-
-
 def check_derivative_form(subscripts: Subscripts) -> None:
     """Raise for the forms whose adjoint is not supported: ``...`` after a label in an
     operand (``"i...,i...->..."``) when another operand has ``...`` too. Its adjoint would

@@ -22,7 +22,13 @@ from collections.abc import Mapping
 
 from . import messages
 from .astutil import walk
-from .einsum import EinsumError, adjoint_subscripts, check_derivative_form, parse_subscripts
+from .einsum import (
+    EinsumError,
+    Subscripts,
+    adjoint_subscripts,
+    check_derivative_form,
+    parse_subscripts,
+)
 from .errors import AdcompileError, NoDerivativeError, UnsupportedSyntaxError
 from .ir import ARG_PLACEHOLDER, Apply, Copy, Opaque, Var, helper_alias
 from .rules import Rule
@@ -474,19 +480,12 @@ class ArrayLowering:
         literal = ast.copy_location(ast.Constant(value=text), spec)
         rule = lookup_rule(self.rules, callee, len(operands), arrays=True)
         try:
-            if rule is None:
-                raise EinsumError(messages.einsum_operands(len(operands)))
-            check_derivative_form(subscripts)
-            adjoints = [adjoint_subscripts(subscripts, k) for k in range(len(operands))]
+            statics = _einsum_statics(rule, subscripts, literal, optimize)
         except EinsumError as exc:
             call = ast.copy_location(ast.Call(node.func, [literal, *operands], node.keywords), node)
             error = self._error(NoDerivativeError, node.func, f"np.einsum: {exc}")
             self._opaque(call, target, no_rule=error)
             return
-        statics: dict[str, ast.expr] = {"subscripts": literal, "optimize": optimize}
-        for operand, (to, fill) in zip("abc", adjoints, strict=False):
-            statics[f"to_{operand}"] = ast.Constant(value=to)
-            statics[f"fill_{operand}"] = ast.Constant(value=fill)
         atoms = [self._atom(arg) for arg in operands]
         keywords = [ast.keyword(arg="optimize", value=optimize)] if node.keywords else []
         placeholders = [_placeholder(i) for i in range(len(atoms))]
@@ -648,6 +647,23 @@ class ArrayLowering:
             self._leaf(new, param, (*path[:-1], i), target.lineno)
             self.env[elt.id] = new
         return True
+
+
+def _einsum_statics(
+    rule: Rule | None, subscripts: Subscripts, literal: ast.Constant, optimize: ast.Constant
+) -> dict[str, ast.expr]:
+    """The static arguments of np.einsum's rule: the call's subscripts and optimize=, and
+    each operand's adjoint subscripts and fill (``to_a``, ``fill_a``, ...); EinsumError
+    for a call with no rule."""
+    if rule is None:
+        raise EinsumError(messages.einsum_operands(len(subscripts.inputs)))
+    check_derivative_form(subscripts)
+    statics: dict[str, ast.expr] = {"subscripts": literal, "optimize": optimize}
+    for k, operand in enumerate("abc"[: len(subscripts.inputs)]):
+        to, fill = adjoint_subscripts(subscripts, k)
+        statics[f"to_{operand}"] = ast.Constant(value=to)
+        statics[f"fill_{operand}"] = ast.Constant(value=fill)
+    return statics
 
 
 _CLIP_KEYWORDS = {"a_min": 1, "min": 1, "a_max": 2, "max": 2}
