@@ -37,6 +37,8 @@ def may_share(name: str, call: ast.Call) -> bool:
     """True if the call ``np.name(x, ...)`` or ``x.name(...)`` may give ``x`` or a view of it."""
     if name in SHARING:
         return True
+    if name == "einsum":  # of one operand, a view of it: np.einsum("ij->ji", x), "ii->i"
+        return len(call.args) == 2
     # np.diff(x, 0) is x itself: an order that is not a literal above 0 may be 0
     return name == "diff" and not _positive_order(call)
 
@@ -93,9 +95,17 @@ def shared_name(value: ast.expr) -> str | None:
     func = value.func if isinstance(value, ast.Call) else None
     if isinstance(func, ast.Attribute) and may_share(func.attr, value):
         if _is_numpy(func.value) and value.args:  # np.reshape(x, ...)
-            return shared_name(value.args[0])
+            return shared_name(shared_argument(value))
         return shared_name(func.value)  # x.reshape(...)
     return None
+
+
+def shared_argument(call: ast.Call) -> ast.expr:
+    """The argument whose array a sharing NumPy call ``np.name(...)`` may give: the first,
+    or einsum's operand (after its subscripts)."""
+    func = call.func
+    einsum = isinstance(func, ast.Attribute) and func.attr == "einsum"
+    return call.args[1] if einsum else call.args[0]
 
 
 def _is_numpy(node: ast.expr) -> bool:

@@ -29,7 +29,13 @@ from .ir import CoreFunction, If, Loop, Stmt, helper_alias
 from .lower import is_array_code, lower_function
 from .optimize import choose_passes, finish_array_code
 from .optimize import optimize as run_passes
-from .render import GeneratedFunction, external_arrays, load_module, render_module
+from .render import (
+    GeneratedFunction,
+    external_arrays,
+    load_module,
+    render_module,
+    used_helpers,
+)
 from .returned_arrays import separate_returned_arrays
 from .reverse import build_gradient
 from .source import FunctionSource, load_function
@@ -190,7 +196,8 @@ def generate(
     text = render_module(functions, _header(fs, label, core))
     n_outputs = None if core.outputs is None else len(core.outputs)
     arrays = external_arrays(functions)
-    return Generated(text, name, _has_loops(core.body), n_outputs, arrays, dict(core.helpers))
+    helpers = used_helpers(functions)
+    return Generated(text, name, _has_loops(core.body), n_outputs, arrays, helpers)
 
 
 def _still_defined(

@@ -22,6 +22,13 @@ from collections.abc import Mapping
 
 from . import messages
 from .astutil import walk
+from .einsum import (
+    EinsumError,
+    Subscripts,
+    adjoint_subscripts,
+    check_derivative_form,
+    parse_subscripts,
+)
 from .errors import AdcompileError, NoDerivativeError, UnsupportedSyntaxError
 from .ir import ARG_PLACEHOLDER, Apply, Copy, Opaque, Var, helper_alias
 from .rules import Rule
@@ -44,6 +51,8 @@ METHODS = (
 )
 # Methods taking their shape or axes as separate arguments: ``x.reshape(3, 4)``.
 SPREAD_METHODS = frozenset({"reshape", "transpose"})
+# np.einsum's optimize= values that suit its adjoints too (a path suits one call only).
+EINSUM_OPTIMIZE = (True, False, "greedy", "optimal")
 # Attributes that describe an array without depending on its values.
 SHAPE_ATTRIBUTES = frozenset({"shape", "size", "ndim", "dtype"})
 # NumPy functions whose result depends only on shapes (or on nothing): exactly constant.
@@ -398,6 +407,9 @@ class ArrayLowering:
         if callee is getattr(self.numpy, "clip", None):
             self._clip(node, target, shown)
             return True
+        if callee is getattr(self.numpy, "einsum", None):
+            self._einsum(node, target, callee, shown)
+            return True
         rule = self._array_rule(node, callee, len(args))
         if rule is None:
             self._refuse_extra_arguments(node, callee)
@@ -450,6 +462,62 @@ class ArrayLowering:
         )
         atoms = [self._atom(e) for e in present]
         self.block.append(Apply(target, rule, atoms, render, node.lineno))
+
+    def _einsum(self, node: ast.Call, target: str, callee: object, shown: ast.expr) -> None:
+        """``np.einsum("ij,jk->ik", A, B)``: the subscripts are read now, and with them the
+        subscripts of each operand's adjoint (``einsum.py``), static arguments of the rule.
+        A form with no derivative rule (more than 3 operands, ``...`` after a label in
+        several operands) is a value no derivative may pass through."""
+        if len(node.args) < 2:
+            raise self._error(UnsupportedSyntaxError, node, messages.EINSUM_ARGUMENTS)
+        spec, operands = node.args[0], node.args[1:]
+        text = self._einsum_subscripts(spec)
+        try:
+            subscripts = parse_subscripts(text, len(operands))
+        except EinsumError as exc:
+            raise self._error(UnsupportedSyntaxError, spec, f"np.einsum: {exc}") from None
+        optimize = self._einsum_optimize(node)
+        literal = ast.copy_location(ast.Constant(value=text), spec)
+        rule = lookup_rule(self.rules, callee, len(operands), arrays=True)
+        try:
+            statics = _einsum_statics(rule, subscripts, literal, optimize)
+        except EinsumError as exc:
+            call = ast.copy_location(ast.Call(node.func, [literal, *operands], node.keywords), node)
+            error = self._error(NoDerivativeError, node.func, f"np.einsum: {exc}")
+            self._opaque(call, target, no_rule=error)
+            return
+        atoms = [self._atom(arg) for arg in operands]
+        keywords = [ast.keyword(arg="optimize", value=optimize)] if node.keywords else []
+        placeholders = [_placeholder(i) for i in range(len(atoms))]
+        render = ast.Call(func=shown, args=[literal, *placeholders], keywords=keywords)
+        self.block.append(Apply(target, rule, atoms, render, node.lineno, statics=statics))
+
+    def _einsum_subscripts(self, node: ast.expr) -> str:
+        """The subscripts of an einsum call: a string literal, or a module-level string."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.Name) and node.id not in self.locals:
+            scope = self.closure
+            while scope is not None and node.id not in scope.locals:
+                scope = scope.closure
+            value = self._resolve_global(node) if scope is None else None
+            if isinstance(value, str):
+                return value
+        raise self._error(UnsupportedSyntaxError, node, messages.EINSUM_SUBSCRIPTS)
+
+    def _einsum_optimize(self, node: ast.Call) -> ast.expr:
+        """The ``optimize=`` of an einsum call (False if none), which its adjoints pass on."""
+        for keyword in node.keywords:
+            if keyword.arg != "optimize":
+                message = messages.unsupported_keyword(
+                    "np.einsum", keyword.arg or "**", ["optimize"]
+                )
+                raise self._error(UnsupportedSyntaxError, keyword, message)
+            value = keyword.value
+            if not (isinstance(value, ast.Constant) and value.value in EINSUM_OPTIMIZE):
+                raise self._error(UnsupportedSyntaxError, value, messages.EINSUM_OPTIMIZE)
+            return ast.Constant(value=value.value)
+        return ast.Constant(value=False)
 
     def _variadic_call(self, node: ast.Call, target: str, rule: Rule, shown: ast.expr) -> None:
         """``np.concatenate([a, b], axis=1)``: one operand per element of the list."""
@@ -579,6 +647,23 @@ class ArrayLowering:
             self._leaf(new, param, (*path[:-1], i), target.lineno)
             self.env[elt.id] = new
         return True
+
+
+def _einsum_statics(
+    rule: Rule | None, subscripts: Subscripts, literal: ast.Constant, optimize: ast.Constant
+) -> dict[str, ast.expr]:
+    """The static arguments of np.einsum's rule: the call's subscripts and optimize=, and
+    each operand's adjoint subscripts and fill (``to_a``, ``fill_a``, ...); EinsumError
+    for a call with no rule."""
+    if rule is None:
+        raise EinsumError(messages.einsum_operands(len(subscripts.inputs)))
+    check_derivative_form(subscripts)
+    statics: dict[str, ast.expr] = {"subscripts": literal, "optimize": optimize}
+    for k, operand in enumerate("abc"[: len(subscripts.inputs)]):
+        to, fill = adjoint_subscripts(subscripts, k)
+        statics[f"to_{operand}"] = ast.Constant(value=to)
+        statics[f"fill_{operand}"] = ast.Constant(value=fill)
+    return statics
 
 
 _CLIP_KEYWORDS = {"a_min": 1, "min": 1, "a_max": 2, "max": 2}

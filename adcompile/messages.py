@@ -487,6 +487,29 @@ def changed_in_place(name: str, stmt: ast.AugAssign) -> str:
 CLIP_WITHOUT_BOUNDS = "np.clip needs a lower or an upper bound that is not None"
 
 
+EINSUM_ARGUMENTS = (
+    'np.einsum takes its subscripts and then the operands here, e.g. np.einsum("ij,jk->ik", A, B)'
+)
+EINSUM_SUBSCRIPTS = (
+    "np.einsum's subscripts must be a string literal (or a module-level string constant) "
+    'here, e.g. np.einsum("ij,jk->ik", A, B): they are read when the gradient is compiled, '
+    "to write the derivative; the form with lists of axis numbers is not supported either"
+)
+EINSUM_OPTIMIZE = (
+    "np.einsum's optimize= takes a literal True, False, 'greedy' or 'optimal' here, which "
+    "its derivative uses too (a contraction path from np.einsum_path fits one call only)"
+)
+
+
+def einsum_operands(count: int) -> str:
+    """An einsum call with more operands than its rules take."""
+    return (
+        f"with {count} operands it has no derivative rule (1 to 3 here); contract them in steps, "
+        'e.g. np.einsum("ij,jk,kl,lm->im", A, B, C, D) as '
+        'np.einsum("ij,jk,km->im", A, B, np.einsum("kl,lm->km", C, D))'
+    )
+
+
 def unsupported_keyword(name: str, keyword: str, accepted: list[str]) -> str:
     """A keyword argument an array rule does not take."""
     known = ", ".join(f"`{k}`" for k in accepted) or "no keyword arguments"

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from . import messages
-from .astutil import BLOCK_STATEMENTS, block_fields, rename_in_place
+from .astutil import BLOCK_STATEMENTS, block_fields, loads_in, rename_in_place
 from .errors import UnsupportedSyntaxError
 from .hidden_builtins import alias_hidden_builtins
 from .ir import CoreFunction, Site
@@ -259,7 +259,8 @@ def render_module(functions: list[GeneratedFunction], header: str) -> str:
     constants: dict[str, object] = {}
     for gen in functions:
         constants.update(gen.core.constants)
-    helpers = helper_definitions(core) if core.helpers else []
+    used = used_helpers(functions)
+    helpers = helper_definitions(core, used) if used else []
     aliases = _builtin_aliases(functions, helpers, constants)
     code, attribute_owners = _render([_function_def(gen) for gen in functions])
     prelude: list[ast.stmt] = []
@@ -326,11 +327,24 @@ def _external_arrays_comment(arrays: dict[str, object]) -> str:
     return "\n".join(lines) + "\n\n"
 
 
-def helper_definitions(core: CoreFunction) -> list[ast.stmt]:
-    """The helper functions the generated code calls, copied in under their aliases."""
+def used_helpers(functions: list[GeneratedFunction]) -> dict[str, str]:
+    """The helpers (name: alias) that the functions' code calls. A template may name others
+    in a branch that its static arguments left out (``np.einsum``'s ``diagonal_ones``)."""
+    read = {
+        name
+        for gen in functions
+        for tree in (*gen.statements, gen.returns)
+        for name in loads_in(tree)
+    }
+    return {name: alias for name, alias in functions[0].core.helpers.items() if alias in read}
+
+
+def helper_definitions(core: CoreFunction, used: dict[str, str]) -> list[ast.stmt]:
+    """The helper functions the generated code calls (``used``) and those they call, copied
+    in under their aliases."""
     from .rules.array_helpers import HELPER_DEPENDENCIES, HELPERS
 
-    wanted, stack = [], list(core.helpers)
+    wanted, stack = [], list(used)
     while stack:
         name = stack.pop()
         if name not in wanted:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from .aliasing import may_share
+from .aliasing import may_share, shared_argument
 from .astutil import load, names_in, store, stored_names
 
 # Helpers that return a new array (never their argument or a view of it); NumPy functions
@@ -116,7 +116,7 @@ class _Origins:
         if not (isinstance(owner, ast.Name) and owner.id == self.np):
             return None
         if may_share(func.attr, value):  # np.reshape(a, ...), np.asarray(a): a, or a view
-            return self._origin(name, first, depth + 1)
+            return self._origin(name, shared_argument(value), depth + 1)
         return name  # np.full, np.where, np.cos...: a new array
 
 

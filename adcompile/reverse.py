@@ -35,7 +35,7 @@ from .names import ADJOINT_PREFIXES, NameTable
 from .overlay import SetOverlay
 from .rules import Rule
 from .shapes import shape_facts
-from .statics import fold_static_tests
+from .statics import drop_default_keywords, fold_static_tests
 from .unbound import unbound_message
 
 FORWARD = "forward"
@@ -447,13 +447,14 @@ class AdjointSweep:
         if incoming is not None:
             mapping["g"] = incoming
         out = self._template_setup(setup, [e for _, e in wanted], mapping, stmt.line)
+        defaults = dict(stmt.rule.statics)
         if stmt.statics:  # `spread = result if axis is None else ...` with axis given
             for assignment in out:
                 assignment.value = fold_static_tests(assignment.value)
         for var, expr in wanted:
             value = substitute(expr, mapping)
-            if stmt.statics:
-                value = fold_static_tests(value)
+            if stmt.statics:  # as in forward mode: `optimize=False` passed on is left out
+                value = drop_default_keywords(fold_static_tests(value), defaults)
             if self.shapes is not None:
                 value = self.shapes.refine(value, stmt)
             out += self._contribute(var, value, stmt.line, defined)

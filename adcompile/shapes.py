@@ -66,7 +66,7 @@ def shape_facts(fn: CoreFunction) -> ShapeFacts:
                 _shaped_as(facts, stmt.target, stmt.args[1])  # a generated gradient read back
             elif stmt.rule.primal in ELEMENTWISE:
                 _elementwise(facts, stmt)
-            elif stmt.rule.primal in REDUCTIONS and _reduces_everything(stmt):
+            elif _gives_a_scalar(stmt, REDUCTIONS):
                 facts.scalars.add(stmt.target)
     return facts
 
@@ -103,6 +103,28 @@ def _reduces_everything(stmt: Apply) -> bool:
         isinstance(keepdims, ast.Constant) and keepdims.value is False
     )
     return no_axis and not kept
+
+
+def _gives_a_scalar(stmt: Apply, reductions: frozenset[object]) -> bool:
+    """A whole-array reduction, or an einsum with no output label."""
+    if stmt.rule.primal in reductions:
+        return _reduces_everything(stmt)
+    import numpy
+
+    return stmt.rule.primal is numpy.einsum and _contracts_everything(stmt)
+
+
+def _contracts_everything(stmt: Apply) -> bool:
+    """``np.einsum("i,i->", x, y)``: no output label, so the result is a scalar."""
+    from .einsum import EinsumError, parse_subscripts
+
+    text = stmt.statics.get("subscripts")
+    if not (isinstance(text, ast.Constant) and isinstance(text.value, str)):
+        return False
+    try:
+        return parse_subscripts(text.value, len(stmt.args)).output == ()
+    except EinsumError:
+        return False
 
 
 def _straight_line(block: list[Stmt]) -> list[Apply | Copy]:

@@ -616,6 +616,10 @@ def test_numpy_constructors_and_negative_axes_compile(tmp_path: Path) -> None:
 
 
 # ----- arrays under control flow --------------------------------------------------------------
+def first_row_sum(S):
+    return np.einsum("ij->i", S)[0]
+
+
 def recurrent(W, h, xs):
     for i in range(3):
         h = np.tanh(W @ h + xs[i])
@@ -1417,3 +1421,214 @@ def test_jacobians_and_vjps_of_running_products_and_solves() -> None:
     direction = rng.normal(size=4)
     _, slope = adcompile.jvp(running_and_solved, (x, A), (direction, np.zeros_like(A)))
     np.testing.assert_allclose(slope, expected[0] @ direction, rtol=1e-6, atol=1e-8)
+
+
+# ----- np.einsum: what the corpus does not show ------------------------------------------------
+EINSUM_SOURCE = """
+import numpy as np
+
+SPEC = "bi,bij,bj->b"
+
+
+def quadratic_forms(x, A):
+    return np.sum(np.einsum(SPEC, x, A, x) ** 2)
+
+
+def four_operands_on_data(x, A, B, C):
+    W = np.einsum("ij,jk,kl,lm->im", A, B, C, A.T)  # data only: no derivative through it
+    return np.sum(W @ x)
+
+
+def four_operands(x, A, B, C):
+    return np.sum(np.einsum("i,ij,jk,k->", x, A, B, C))
+
+
+def ellipsis_after_labels(x, y):
+    return np.sum(np.einsum("i...,i...->...", x, y))
+
+
+def diagonal_updated(x):
+    d = np.einsum("ii->i", x)  # a view of x in NumPy
+    d += 1.0
+    return np.sum(d * d)
+
+
+def product_updated(x, y):
+    p = np.einsum("ij,jk->ik", x, y)  # a new array
+    p += 1.0
+    return np.sum(p * p)
+
+
+def transposed_plus(x, y):
+    return np.sum(np.sin(np.einsum("ij->ji", x) + y))
+
+
+def matmul_with_options(A, B):
+    return np.sum(np.einsum("ij,jk->ik", A, B, optimize="optimal") ** 2)
+
+
+def quadratic_form(x, A):
+    return np.einsum("i,ij,j->", x, A, x)
+
+
+def cubic_trace(S):
+    return np.einsum("ij,jk,ki->", S, S, S)
+
+
+def cubic_in_t(t, x, A):
+    return np.einsum("i,ij,j->", t * x, A, t * t * x)
+
+
+def first_row_sum(S):
+    return np.einsum("ij->i", S)[0]
+
+
+def recurrent(W, h, xs):
+    for i in range(3):
+        h = np.tanh(np.einsum("ij,j->i", W, h) + xs[i])
+    return np.sum(h**2)
+"""
+
+
+@pytest.fixture
+def einsum_module(tmp_path: Path):
+    from tests.helpers import module_from_source
+
+    return module_from_source(tmp_path, EINSUM_SOURCE)
+
+
+def test_einsum_adjoints_are_einsums_with_literal_subscripts(tmp_path: Path) -> None:
+    fn = function_from_source(
+        tmp_path,
+        "import numpy as np\n"
+        "def f(A, B):\n"
+        '    C = np.einsum("ij,jk->ik", A, B)\n'
+        "    return np.sum(C * C)\n",
+    )
+    source = grad(fn, wrt=(0, 1)).source
+    assert "np.einsum('ik,jk->ij', b_C, B)" in source  # the adjoint of A: g B^T
+    assert "np.einsum('ik,ij->jk', b_C, A)" in source  # of B: A^T g
+    assert "diagonal_ones" not in source and "optimize" not in source
+    rng = np.random.default_rng(5)
+    A, B = rng.normal(size=(3, 4)), rng.normal(size=(4, 2))
+    gA, gB = check_gradient(fn, grad(fn, wrt=(0, 1)), (A, B), (0, 1))
+    np.testing.assert_allclose(gA, 2.0 * (A @ B) @ B.T, rtol=1e-12)
+    np.testing.assert_allclose(gB, 2.0 * A.T @ (A @ B), rtol=1e-12)
+
+
+def test_einsum_subscripts_from_a_module_constant(einsum_module) -> None:
+    rng = np.random.default_rng(6)
+    x, A = rng.normal(size=(2, 3)), rng.normal(size=(2, 3, 3))
+    fn = einsum_module.quadratic_forms
+    gx, gA = check_gradient(fn, grad(fn, wrt=(0, 1)), (x, A), (0, 1))
+    q = np.array([x[b] @ A[b] @ x[b] for b in range(2)])  # one quadratic form per stack
+    expected_x = [2.0 * q[b] * (A[b] + A[b].T) @ x[b] for b in range(2)]
+    np.testing.assert_allclose(gx, expected_x, rtol=1e-10)
+    np.testing.assert_allclose(gA, 2.0 * q[:, None, None] * x[:, :, None] * x[:, None, :])
+    assert "np.einsum('bi,bij,bj->b', x, A, x)" in grad(fn).source
+
+
+def test_einsum_optimize_is_passed_on_to_the_adjoints(einsum_module) -> None:
+    fn = einsum_module.matmul_with_options
+    source = grad(fn, wrt=(0, 1)).source
+    assert source.count("optimize='optimal'") == 3  # the call and both adjoints
+    rng = np.random.default_rng(7)
+    args = (rng.normal(size=(3, 4)), rng.normal(size=(4, 2)))
+    check_gradient(fn, grad(fn, wrt=(0, 1)), args, (0, 1))
+
+
+def test_einsum_with_four_operands_off_the_derivative_path(einsum_module) -> None:
+    rng = np.random.default_rng(8)
+    A, B, C = (rng.normal(size=(3, 3)) for _ in range(3))
+    x = rng.normal(size=3)
+    fn = einsum_module.four_operands_on_data
+    (gx,) = check_gradient(fn, grad(fn, wrt=(0,)), (x, A, B, C), (0,))
+    np.testing.assert_allclose(gx, np.sum(A @ B @ C @ A.T, axis=0), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("name", "fragment"),
+    [
+        ("four_operands", "with 4 operands it has no derivative rule (1 to 3 here)"),
+        ("ellipsis_after_labels", "put '...' first in each operand's subscripts"),
+    ],
+)
+def test_einsum_forms_without_a_derivative_say_so(einsum_module, name, fragment) -> None:
+    with pytest.raises(NoDerivativeError, match=re.escape(fragment)) as caught:
+        grad(getattr(einsum_module, name))
+    message = str(caught.value)
+    assert message.startswith(f"{einsum_module.__file__}:"), message
+    assert "np.einsum(" in message.splitlines()[1]
+
+
+def test_einsum_views_are_not_updated_in_place(einsum_module) -> None:
+    with pytest.raises(UnsupportedSyntaxError, match=r"`d \+= \.\.\.` would change in place"):
+        grad(einsum_module.diagonal_updated)
+    fn = einsum_module.product_updated
+    rng = np.random.default_rng(9)
+    args = (rng.normal(size=(2, 3)), rng.normal(size=(3, 2)))
+    check_gradient(fn, grad(fn, wrt=(0, 1)), args, (0, 1))
+
+
+def test_einsum_transpose_gradients_do_not_share_arrays(einsum_module) -> None:
+    fn = einsum_module.transposed_plus
+    rng = np.random.default_rng(10)
+    x, y = rng.normal(size=(3, 2)), rng.normal(size=(2, 3))
+    gx, gy = check_gradient(fn, grad(fn, wrt=(0, 1)), (x, y), (0, 1))
+    np.testing.assert_allclose(gx, np.cos(x.T + y).T, rtol=1e-12)
+    assert not np.shares_memory(gx, gy)  # b_x is a transposed view of b_y's array
+
+
+def test_einsum_in_a_loop_in_both_modes(einsum_module) -> None:
+    rng = np.random.default_rng(12)
+    args = (rng.normal(size=(3, 3)), rng.normal(size=3), rng.normal(size=(3, 3)))
+    fn = einsum_module.recurrent
+    for mode in ("reverse", "forward"):
+        check_gradient(fn, grad(fn, wrt=(0, 1, 2), mode=mode), args, (0, 1, 2))
+
+
+def test_an_einsum_with_no_output_label_is_a_scalar(einsum_module) -> None:
+    # Its value needs no check that it is a scalar (as a full np.sum's does not).
+    assert "check_scalar" not in grad(einsum_module.quadratic_form).source
+    assert "check_scalar(" in grad(einsum_module.first_row_sum).source  # an item: not known
+
+
+def test_einsum_hessians_against_closed_forms(einsum_module) -> None:
+    rng = np.random.default_rng(11)
+    x, A = rng.normal(size=3), rng.normal(size=(3, 3))
+    H = hessian(einsum_module.quadratic_form, wrt=0)(x, A)
+    np.testing.assert_allclose(H, A + A.T, rtol=1e-12, atol=1e-12)  # of x^T A x
+    S = rng.normal(size=(3, 3))
+    H = hessian(einsum_module.cubic_trace)(S)  # tr(S^3): d2/dS_ab dS_cd = 3 (S_da d_bc + ...)
+    eye = np.eye(3)
+    expected = 3.0 * (np.einsum("da,bc->abcd", S, eye) + np.einsum("bc,da->abcd", S, eye))
+    np.testing.assert_allclose(H, expected, rtol=1e-12, atol=1e-12)
+    t, q = 0.7, x @ A @ x
+    third = grad(grad(grad(einsum_module.cubic_in_t, wrt=0), wrt=0), wrt=0)
+    np.testing.assert_allclose(third(t, x, A), 6.0 * q, rtol=1e-10)  # of t^3 x^T A x
+
+
+@pytest.mark.parametrize(
+    ("call", "needle", "cls", "fragment"),
+    [
+        ('np.einsum("i" + "->", x)', '"i" + "->"', UnsupportedSyntaxError, "a string literal"),
+        ("np.einsum(x, [0], [])", "x, [0]", UnsupportedSyntaxError, "lists of axis numbers"),
+        ('np.einsum("ij->k", x)', '"ij->k"', UnsupportedSyntaxError, "'k' of 'ij->k' is in no"),
+        ('np.einsum("ij,jk->ik", x)', '"ij,jk', UnsupportedSyntaxError, "name 2 operand(s)"),
+        ('np.einsum("i1", x)', '"i1"', UnsupportedSyntaxError, "'1' in 'i1' is not a label"),
+        ('np.einsum("ii->ii", x)', '"ii->ii"', UnsupportedSyntaxError, "has the label 'i' twice"),
+        ('np.einsum("ij", x, out=x)', "out=x", UnsupportedSyntaxError, "the keyword `out`"),
+        ('np.einsum("ij", x, optimize=["einsum_path"])', "[", UnsupportedSyntaxError, "path"),
+        ('np.einsum("ij", x, optimize=k)', "k)", UnsupportedSyntaxError, "a literal True"),
+        ('np.einsum("ij")', "np.einsum(", UnsupportedSyntaxError, "then the operands"),
+    ],
+)
+def test_einsum_calls_refused_at_decoration(tmp_path: Path, call, needle, cls, fragment) -> None:
+    source = f"import numpy as np\nk = True\ndef f(x):\n    return np.sum({call})\n"
+    fn = function_from_source(tmp_path, source)
+    with pytest.raises(cls) as caught:
+        grad(fn)
+    message = str(caught.value)
+    column = source.splitlines()[3].index(needle) + 1
+    assert message.startswith(f"{fn.__code__.co_filename}:4:{column}: "), message
+    assert fragment in message

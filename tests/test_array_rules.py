@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from adcompile.einsum import adjoint_subscripts, parse_subscripts
 from adcompile.rules import RuleTable
 from adcompile.rules.array_helpers import (
     assemble,
@@ -43,6 +44,7 @@ from adcompile.rules.array_helpers import (
     contraction_adjoint_b,
     cumprod_adjoint,
     cumprod_jvp,
+    diagonal_ones,
     diff_adjoint,
     extreme_adjoint,
     extreme_tangent,
@@ -619,6 +621,98 @@ CASES[(np.diff, 1)] = [
     Case(label, (shape,), statics={"n": n, "axis": axis}) for label, shape, n, axis in DIFFS
 ]
 
+
+def einsum_statics(subscripts: str, operands: int, optimize: object = False) -> dict[str, object]:
+    """The static arguments the compiler gives np.einsum's rule: the call's subscripts and
+    optimize=, and the subscripts and fill of each operand's adjoint (``adcompile/einsum.py``;
+    the checks below judge the adjoints they make, not these strings)."""
+    parsed = parse_subscripts(subscripts, operands)
+    statics: dict[str, object] = {"subscripts": subscripts, "optimize": optimize}
+    for name, k in zip("abc", range(operands), strict=False):
+        statics[f"to_{name}"], statics[f"fill_{name}"] = adjoint_subscripts(parsed, k)
+    return statics
+
+
+def einsum_cases(*specs: tuple[str, str, tuple[Shape, ...]]) -> list[Case]:
+    """``np.einsum(subscripts, *operands)`` for each (label, subscripts, operand shapes)."""
+    return [
+        Case(label, shapes, ANY, einsum_statics(subscripts, len(shapes)))
+        for label, subscripts, shapes in specs
+    ]
+
+
+# Every form: a label summed in one operand only (its adjoint spread back: a ones fill),
+# repeated labels (traces, diagonals: the adjoint on the diagonal only), '...' (stacks that
+# broadcast), implicit outputs, and labels of length 1 against longer ones (NumPy allows it).
+CASES[(np.einsum, 1)] = [
+    *einsum_cases(
+        ("transpose", "ij->ji", ((2, 3),)),
+        ("implicit-transpose", "ji", ((2, 3),)),
+        ("implicit-identity", "ij", ((2, 3),)),
+        ("column-sums", "ij->j", ((3, 4),)),
+        ("sum-all", "ijk->", ((2, 3, 4),)),
+        ("permute", "ijk->kij", ((2, 3, 4),)),
+        ("trace", "ii->", ((3, 3),)),
+        ("implicit-trace", "ii", ((3, 3),)),
+        ("diagonal", "ii->i", ((3, 3),)),
+        ("diagonal-of-3d", "iij->ji", ((3, 3, 2),)),
+        ("apart-repeats", "iji->j", ((3, 2, 3),)),
+        ("all-equal", "iii->i", ((2, 2, 2),)),
+        ("stacked-traces", "...ii->...", ((2, 4, 3, 3),)),
+        ("stacked-diagonals", "...ii->...i", ((2, 3, 3),)),
+        ("ellipsis-last", "i...->...", ((3, 2, 4),)),
+        ("ellipsis-sum", "...i->...", ((2, 3, 4),)),
+        ("float", "", (None,)),
+    ),
+    Case("optimize=True", ((3, 4),), ANY, einsum_statics("ij->i", 1, True)),
+]
+CASES[(np.einsum, 2)] = [
+    *einsum_cases(
+        ("matmul", "ij,jk->ik", ((3, 4), (4, 2))),
+        ("implicit-matmul", "ij,jk", ((3, 4), (4, 2))),
+        ("dot", "i,i->", ((4,), (4,))),
+        ("implicit-dot", "i,i", ((4,), (4,))),
+        ("batched-matmul", "bij,bjk->bik", ((2, 3, 4), (2, 4, 5))),
+        ("row-dots", "ij,ij->i", ((3, 4), (3, 4))),
+        ("outer", "i,j->ij", ((3,), (4,))),
+        ("implicit-outer", "i,j", ((3,), (4,))),
+        ("summed-in-one", "ij,j->", ((3, 4), (4,))),
+        ("sums-times", "ij,kl->ik", ((2, 3), (4, 5))),
+        ("trace-of-product", "ij,ji->", ((3, 4), (4, 3))),
+        ("diagonal-times", "ii,i->i", ((3, 3), (3,))),
+        ("trace-times", "ii,jk->jk", ((3, 3), (2, 4))),
+        ("stacks-broadcast", "...ij,...j->...i", ((2, 3, 4), (4,))),
+        ("stacks-extended", "...ij,...j->...i", ((3, 4), (2, 4))),
+        ("stacks-stretched", "...ij,...j->...i", ((2, 1, 3, 4), (5, 4))),
+        ("ellipsis-in-one", "...i,i->...", ((2, 3, 4), (4,))),
+        ("implicit-ellipsis", "...j,j", ((2, 3), (3,))),
+        ("elementwise-broadcast", "...,...->...", ((3, 1), (1, 4))),
+        ("length-1-label", "ij,jk->ik", ((3, 1), (2, 4))),
+        ("length-1-vector", "i,i->i", ((1,), (3,))),
+        ("float-times-matrix", ",ij->ij", (None, (2, 3))),
+        ("stacked-diagonal-dots", "...ii,...i->...", ((2, 3, 3), (3,))),
+    ),
+    Case("optimize=True", ((3, 4), (4, 2)), ANY, einsum_statics("ij,jk->ik", 2, True)),
+]
+CASES[(np.einsum, 3)] = [
+    *einsum_cases(
+        ("bilinear", "i,ij,j->", ((3,), (3, 4), (4,))),
+        ("chain", "ij,jk,kl->il", ((2, 3), (3, 4), (4, 2))),
+        ("implicit-chain", "ij,jk,kl", ((2, 3), (3, 4), (4, 2))),
+        ("batched-quadratic-forms", "bi,bij,bj->b", ((2, 3), (2, 3, 4), (2, 4))),
+        ("diagonal-scaled", "ii,ij,j->i", ((3, 3), (3, 4), (4,))),
+        ("summed-in-each", "ij,jk,l->", ((2, 3), (3, 4), (2,))),
+        ("length-1", "i,i,i->", ((3,), (1,), (3,))),
+        ("stacks", "...i,...i,i->...", ((2, 3), (3,), (3,))),
+    ),
+    Case(
+        "optimize=greedy",
+        ((2, 3), (3, 4), (4, 2)),
+        ANY,
+        einsum_statics("ij,jk,kl->il", 3, "greedy"),
+    ),
+]
+
 # ----- the helpers that generated gradient code calls (differentiated again by hessian) -----
 
 
@@ -795,6 +889,16 @@ CASES[(cumprod_jvp, 2)] = [
     Case(label, make=part_and(np.copy, (shape,), domain), statics={"axis": axis})
     for label, shape, axis, domain in CUMPRODS
 ]
+# Shaped like x only: the derivative in x is 0.
+CASES[(diagonal_ones, 1)] = [
+    Case(label, (shape,), statics={"subscripts": subscripts})
+    for label, shape, subscripts in (
+        ("identity", (3, 3), "ii"),
+        ("stacked", (2, 3, 3), "...ii"),
+        ("apart", (2, 3, 2), "iji"),
+        ("two-pairs", (2, 3, 2, 3), "ijij"),
+    )
+]
 CASES[(diff_adjoint, 2)] = [
     Case(
         label,
@@ -937,6 +1041,8 @@ def call_primal(rule: Rule, args: Sequence[Any], statics: Mapping[str, object]) 
         return rule.primal(list(args), **statics)
     if rule.primal is operator.getitem:
         return args[0][statics["index"]]
+    if rule.primal is np.einsum:  # the other statics are the compiler's, for the template
+        return np.einsum(statics["subscripts"], *args, optimize=statics["optimize"])
     return rule.primal(*args, **statics)
 
 

@@ -293,6 +293,25 @@ def trace_adjoint(g, x):
     return eye * g
 
 
+def diagonal_ones(x, subscripts):
+    """Ones shaped like ``x`` where the axes that ``subscripts`` (einsum labels, one per
+    axis of ``x``) label alike have equal indices, zeros elsewhere: ``"ii"`` gives the
+    identity. Its dtype is ``x``'s if a float, else float64."""
+    head, _, tail = subscripts.partition("...")
+    ndim = np.ndim(x)
+    # Labels after "..." name the last axes.
+    axes = list(enumerate(head)) + [(ndim - len(tail) + i, label) for i, label in enumerate(tail)]
+    index = np.indices(np.shape(x), sparse=True)
+    mask = np.ones(np.shape(x), dtype=bool)
+    first = {}
+    for axis, label in axes:
+        if label in first:
+            mask = mask & (index[first[label]] == index[axis])
+        else:
+            first[label] = axis
+    return mask.astype(np.result_type(x, 1.0))
+
+
 def diff_adjoint(g, x, n, axis):
     """The adjoint of ``np.diff(x, n, axis)``: ``g`` with ``n`` zeros added at both ends of
     ``axis``, differenced ``n`` times, times ``(-1) ** n`` (one difference's transpose is
@@ -634,6 +653,7 @@ HELPERS = {
     "contraction_adjoint_a": contraction_adjoint_a,
     "contraction_adjoint_b": contraction_adjoint_b,
     "trace_adjoint": trace_adjoint,
+    "diagonal_ones": diagonal_ones,
     "diff_adjoint": diff_adjoint,
     "cumprod_adjoint": cumprod_adjoint,
     "cumprod_jvp": cumprod_jvp,
@@ -694,6 +714,7 @@ HELPER_DEPENDENCIES = {
     "contraction_adjoint_a": ("unbroadcast",),
     "contraction_adjoint_b": ("unbroadcast",),
     "trace_adjoint": (),
+    "diagonal_ones": (),
     "diff_adjoint": (),
     "cumprod_adjoint": (
         "_along_last",

@@ -24,6 +24,7 @@ from .array_helpers import (
     contraction_adjoint_b,
     cumprod_adjoint,
     cumprod_jvp,
+    diagonal_ones,
     diff_adjoint,
     extreme_adjoint,
     extreme_tangent,
@@ -442,6 +443,120 @@ def getitem(x, result, g, *, index):
     return scatter(g, x, index)
 
 
+# ----- np.einsum ---------------------------------------------------------------------------
+# One template per operand count (``subscripts`` is a static argument: the call's string,
+# read at compile time). Each operand's adjoint is an einsum of g and the other operands,
+# whose subscripts (``to_a``...) the compiler works out from ``subscripts``, with a ``fill``
+# operand where g and the others lack some of the operand's axes: None (no fill), True
+# (``np.ones_like``: a label only this operand has) or the operand's subscripts (a repeated
+# label: ``diagonal_ones``, so that the adjoint lands on the diagonal only); see
+# ``adcompile/einsum.py``. Built from np.einsum, so hessian goes through it. With several
+# operands, ``unbroadcast`` sums what broadcasting stretched (``...``, or an axis of length
+# 1); with one, the adjoint has the operand's shape already.
+@array_rule(np.einsum)
+def einsum_1(a, result, g, *, subscripts, optimize=False, to_a, fill_a=None):
+    return (
+        np.einsum(to_a, g, optimize=optimize)
+        if fill_a is None
+        else np.einsum(
+            to_a,
+            g,
+            np.ones_like(a) if fill_a is True else diagonal_ones(a, fill_a),
+            optimize=optimize,
+        )
+    )
+
+
+@array_rule(np.einsum)
+def einsum_2(a, b, result, g, *, subscripts, optimize=False, to_a, to_b, fill_a=None, fill_b=None):
+    return (
+        unbroadcast(
+            np.einsum(to_a, g, b, optimize=optimize)
+            if fill_a is None
+            else np.einsum(
+                to_a,
+                g,
+                b,
+                np.ones_like(a) if fill_a is True else diagonal_ones(a, fill_a),
+                optimize=optimize,
+            ),
+            a,
+        ),
+        unbroadcast(
+            np.einsum(to_b, g, a, optimize=optimize)
+            if fill_b is None
+            else np.einsum(
+                to_b,
+                g,
+                a,
+                np.ones_like(b) if fill_b is True else diagonal_ones(b, fill_b),
+                optimize=optimize,
+            ),
+            b,
+        ),
+    )
+
+
+@array_rule(np.einsum)
+def einsum_3(
+    a,
+    b,
+    c,
+    result,
+    g,
+    *,
+    subscripts,
+    optimize=False,
+    to_a,
+    to_b,
+    to_c,
+    fill_a=None,
+    fill_b=None,
+    fill_c=None,
+):
+    return (
+        unbroadcast(
+            np.einsum(to_a, g, b, c, optimize=optimize)
+            if fill_a is None
+            else np.einsum(
+                to_a,
+                g,
+                b,
+                c,
+                np.ones_like(a) if fill_a is True else diagonal_ones(a, fill_a),
+                optimize=optimize,
+            ),
+            a,
+        ),
+        unbroadcast(
+            np.einsum(to_b, g, a, c, optimize=optimize)
+            if fill_b is None
+            else np.einsum(
+                to_b,
+                g,
+                a,
+                c,
+                np.ones_like(b) if fill_b is True else diagonal_ones(b, fill_b),
+                optimize=optimize,
+            ),
+            b,
+        ),
+        unbroadcast(
+            np.einsum(to_c, g, a, b, optimize=optimize)
+            if fill_c is None
+            else np.einsum(
+                to_c,
+                g,
+                a,
+                b,
+                np.ones_like(c) if fill_c is True else diagonal_ones(c, fill_c),
+                optimize=optimize,
+            ),
+            c,
+        ),
+    )
+
+
 # ----- running sums and products, differences, reorderings -------------------------------
 # With axis=None NumPy flattens x first: the adjoint is then 1-d and takes x's shape back.
 @array_rule(np.cumsum)
@@ -651,6 +766,46 @@ def solve_tangent(a, b, result, g):
 @array_tangent(operator.getitem)
 def getitem_tangent(x, result, g, *, index):
     return g[index]
+
+
+# np.einsum is linear in each operand: a term is the same einsum with g for the operand.
+@array_tangent(np.einsum)
+def einsum_1_tangent(a, result, g, *, subscripts, optimize=False, to_a, fill_a=None):
+    return np.einsum(subscripts, g, optimize=optimize)
+
+
+@array_tangent(np.einsum)
+def einsum_2_tangent(
+    a, b, result, g, *, subscripts, optimize=False, to_a, to_b, fill_a=None, fill_b=None
+):
+    return (
+        np.einsum(subscripts, g, b, optimize=optimize),
+        np.einsum(subscripts, a, g, optimize=optimize),
+    )
+
+
+@array_tangent(np.einsum)
+def einsum_3_tangent(
+    a,
+    b,
+    c,
+    result,
+    g,
+    *,
+    subscripts,
+    optimize=False,
+    to_a,
+    to_b,
+    to_c,
+    fill_a=None,
+    fill_b=None,
+    fill_c=None,
+):
+    return (
+        np.einsum(subscripts, g, b, c, optimize=optimize),
+        np.einsum(subscripts, a, g, c, optimize=optimize),
+        np.einsum(subscripts, a, b, g, optimize=optimize),
+    )
 
 
 @array_tangent(np.cumsum)

@@ -32,6 +32,7 @@ from .array_helpers import (
     cumprod_jvp,
     cumprod_pairs,
     cumprod_second,
+    diagonal_ones,
     diff_adjoint,
     extreme_adjoint,
     extreme_tangent,
@@ -187,6 +188,17 @@ def trace_adjoint_rule(part, x, result, g):
 @array_tangent(trace_adjoint)
 def trace_adjoint_tangent(part, x, result, g):
     return trace_adjoint(g, x), None
+
+
+# np.einsum's mask for a repeated label: it depends on x's shape only.
+@array_rule(diagonal_ones)
+def diagonal_ones_rule(x, result, g, *, subscripts):
+    return None
+
+
+@array_tangent(diagonal_ones)
+def diagonal_ones_tangent(x, result, g, *, subscripts):
+    return None
 
 
 @array_rule(diff_adjoint)

@@ -1097,6 +1097,115 @@ add(
 )
 
 
+# --- np.einsum (added after issue 4) -------------------------------------------------------------
+
+
+def einsum_products(A, B, x):
+    C = np.einsum("ij,jk->ik", A, B)
+    return np.sum(np.sin(C)) + np.einsum("i,ij,j->", x, A, np.einsum("jk->j", B))
+
+
+def einsum_products_grad(A, B, x):
+    cos, s = np.cos(A @ B), B.sum(axis=1)  # s: B's row sums, summed in B alone
+    return cos @ B.T + np.outer(x, s), A.T @ cos + (A.T @ x)[:, None], A @ s
+
+
+add(
+    einsum_products,
+    lambda rng: (normal(rng, 3, 4), normal(rng, 4, 2), normal(rng, 3)),
+    "A: (3, 4), B: (4, 2), x: (3,)",
+    ("np.einsum",),
+    (0, 1, 2),
+    einsum_products_grad,
+)
+
+
+def einsum_traces(S, v):
+    return (
+        np.einsum("ii->", S) ** 2
+        + np.sum(np.einsum("ii->i", S) * v)
+        + np.einsum("ij,ij->", S, S)
+        + np.einsum("ii", S * v)
+    )
+
+
+def einsum_traces_grad(S, v):
+    diag = np.diag(S)
+    return 2.0 * np.trace(S) * np.eye(3) + 2.0 * np.diag(v) + 2.0 * S, 2.0 * diag
+
+
+add(
+    einsum_traces,
+    lambda rng: (normal(rng, 3, 3), normal(rng, 3)),
+    "S: (3, 3), v: (3,)",
+    ("np.einsum", "broadcast:rank-extend"),
+    (0, 1),
+    einsum_traces_grad,
+)
+
+
+def einsum_stacks(X, W, u):
+    Y = np.einsum("bij,bjk->bik", X, W)
+    z = np.einsum("...ij,...j->...i", X, u)
+    return 0.5 * np.sum(Y**2) + np.sum(np.tanh(z))
+
+
+def einsum_stacks_grad(X, W, u):
+    Y = X @ W
+    slope = 1.0 - np.tanh(X @ u) ** 2  # (2, 3): one per stack and row
+    gX = Y @ np.swapaxes(W, 1, 2) + slope[:, :, None] * u
+    return gX, np.swapaxes(X, 1, 2) @ Y, np.sum(slope[:, :, None] * X, axis=(0, 1))
+
+
+add(
+    einsum_stacks,
+    lambda rng: (normal(rng, 2, 3, 4), normal(rng, 2, 4, 5), normal(rng, 4)),
+    "X: (2, 3, 4), W: (2, 4, 5), u: (4,) (one for every stack)",
+    ("np.einsum", "broadcast:rank-extend"),
+    (0, 1, 2),
+    einsum_stacks_grad,
+)
+
+
+def einsum_implicit(A, B):
+    P = np.einsum("ij,jk", A, B)
+    return np.sum(P * np.einsum("ij->ji", P)) + np.sum(np.einsum("ij->j", A) ** 2)
+
+
+def einsum_implicit_grad(A, B):
+    P = A @ B
+    return 2.0 * P.T @ B.T + 2.0 * A.sum(axis=0), 2.0 * A.T @ P.T
+
+
+add(
+    einsum_implicit,
+    lambda rng: (normal(rng, 3, 4), normal(rng, 4, 3)),
+    "A: (3, 4), B: (4, 3)",
+    ("np.einsum",),
+    (0, 1),
+    einsum_implicit_grad,
+)
+
+
+def einsum_float32_chain(A, B, C):
+    return np.sum(np.einsum("ij,jk,kl->il", A, B, C, optimize=True) ** 2)
+
+
+def einsum_float32_chain_grad(A, B, C):
+    M = np.float32(2.0) * (A @ B @ C)
+    return M @ (B @ C).T, A.T @ M @ C.T, (A @ B).T @ M
+
+
+add(
+    einsum_float32_chain,
+    lambda rng: (f32(normal(rng, 2, 3)), f32(normal(rng, 3, 4)), f32(normal(rng, 4, 2))),
+    "A: (2, 3), B: (3, 4), C: (4, 2), all float32; optimize=True",
+    ("np.einsum", "dtype:float32"),
+    (0, 1, 2),
+    einsum_float32_chain_grad,
+)
+
+
 # --- named workloads ----------------------------------------------------------------------------
 
 
@@ -1842,6 +1951,7 @@ NP_FUNCTIONS = (
     "cbrt",
     "exp2",
     "logaddexp",
+    "einsum",
 )
 
 # Every feature of issue 4 that the corpus must cover. A tag maps to text that must appear in

@@ -1,0 +1,80 @@
+"""np.einsum's subscripts as the compiler reads them (``adcompile/einsum.py``), against NumPy.
+
+The adjoints built from them are checked in ``test_array_rules.py`` (finite differences and
+SymPy); here the reading itself: the implicit output NumPy gives, and refusing exactly the
+subscripts NumPy refuses.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from adcompile.einsum import ELLIPSIS, EinsumError, adjoint_subscripts, parse_subscripts
+
+# Each label its own length, so that a result's shape tells the labels apart.
+LENGTHS = {label: 2 + k for k, label in enumerate("ijklabBcA")}
+STACK = (7,)  # the axes '...' stands for
+
+
+def operands(spec: str) -> list[np.ndarray]:
+    """Arrays whose shapes fit the input terms of ``spec``."""
+    terms = spec.replace(" ", "").split("->")[0].split(",")
+    shapes = []
+    for term in terms:
+        head, dots, tail = term.partition(ELLIPSIS)
+        shapes.append(
+            tuple(LENGTHS[c] for c in head)
+            + (STACK if dots else ())
+            + tuple(LENGTHS[c] for c in tail)
+        )
+    return [np.ones(shape) for shape in shapes]
+
+
+def shape_of(labels: tuple[str, ...]) -> tuple[int, ...]:
+    """The shape a tuple of labels stands for."""
+    return sum((STACK if label == ELLIPSIS else (LENGTHS[label],) for label in labels), ())
+
+
+IMPLICIT = ["ba", "aBc", "b...a", "ij,jk", "i,i", "...j,j", "ii", "iij", "ij,jk,kl", "Ab,bA"]
+
+
+@pytest.mark.parametrize("spec", IMPLICIT)
+def test_implicit_output_is_numpys(spec: str) -> None:
+    arrays = operands(spec)
+    parsed = parse_subscripts(spec, len(arrays))
+    assert shape_of(parsed.output) == np.shape(np.einsum(spec, *arrays))
+
+
+@pytest.mark.parametrize(
+    ("spec", "count"),
+    [
+        ("ij->k", 1),  # an output label in no operand
+        ("i->ii", 1),  # an output label twice
+        ("i1", 1),  # not a letter
+        ("i.->i", 1),
+        ("i......", 1),  # '...' twice
+        ("i->i->i", 1),
+        ("ij,jk->ik", 1),  # two terms, one operand
+        ("i", 2),
+    ],
+)
+def test_refused_where_numpy_refuses(spec: str, count: int) -> None:
+    arrays = [np.ones((2,) * max(1, len(spec.split(",")[0].split("-")[0]))) for _ in range(count)]
+    with pytest.raises(ValueError):
+        np.einsum(spec, *arrays)
+    with pytest.raises(EinsumError):
+        parse_subscripts(spec, count)
+
+
+def test_spaces_are_ignored_as_numpy_does() -> None:
+    parsed = parse_subscripts(" ij , jk -> ik ", 2)
+    assert parsed.inputs == (("i", "j"), ("j", "k")) and parsed.output == ("i", "k")
+    assert np.einsum(" ij , jk -> ik ", np.ones((2, 3)), np.ones((3, 4))).shape == (2, 4)
+
+
+def test_a_diagonal_gets_the_next_letter() -> None:
+    # What the generated code shows for a trace: g times the identity, as written by hand.
+    assert adjoint_subscripts(parse_subscripts("ii->", 1), 0) == (",ij->ij", "ii")
+    assert adjoint_subscripts(parse_subscripts("ij->j", 1), 0) == ("j,ij->ij", True)
+    assert adjoint_subscripts(parse_subscripts("ij,jk->ik", 2), 0) == ("ik,jk->ij", None)
