@@ -16,6 +16,7 @@ code has:
 from __future__ import annotations
 
 import ast
+import inspect
 import operator
 import types
 from collections.abc import Mapping
@@ -412,6 +413,7 @@ class ArrayLowering:
             return True
         rule = self._array_rule(node, callee, len(args))
         if rule is None:
+            self._refuse_arrays_by_keyword(node, callee, shown)
             self._refuse_extra_arguments(node, callee)
             return False
         if rule.variadic:
@@ -426,6 +428,23 @@ class ArrayLowering:
         render = ast.Call(func=shown, args=placeholders + given, keywords=keywords)
         self.block.append(Apply(target, rule, atoms, render, node.lineno, statics=statics))
         return True
+
+    def _refuse_arrays_by_keyword(self, node: ast.Call, callee: object, shown: ast.expr) -> None:
+        """An array a rule differentiates passed by keyword (``np.linalg.solve(A, b=b)``):
+        say to pass it by position, rather than that the function has no derivative."""
+        arities = array_rules().arities(callee)
+        if not arities:
+            return
+        try:
+            parameters = list(inspect.signature(callee).parameters)  # type: ignore[arg-type]
+        except (TypeError, ValueError):  # ufuncs and builtins: their arrays are positional
+            return
+        differentiated = parameters[: max(arities)]
+        for keyword in node.keywords:
+            if keyword.arg in differentiated:
+                example = differentiated + ["..."] * (len(parameters) > len(differentiated))
+                message = messages.array_by_keyword(ast.unparse(shown), keyword.arg, example)
+                raise self._error(UnsupportedSyntaxError, keyword, message)
 
     def _refuse_extra_arguments(self, node: ast.Call, callee: object) -> None:
         """A function with a rule for fewer positional arguments (``np.trace(x, 1)``): say

@@ -398,6 +398,15 @@ STEP_FUNCTIONS = frozenset(
 )
 
 
+def array_by_keyword(shown: str, keyword: str, example: list[str]) -> str:
+    """An array a NumPy function differentiates, passed by keyword."""
+    listed = ", ".join(example)
+    return (
+        f"pass `{keyword}` to {shown} by position, as in {shown}({listed}): adcompile reads "
+        "the arrays a function differentiates from its positional arguments"
+    )
+
+
 def no_rule_on_path(name: str) -> str:
     """A function without a rule whose result the derivative depends on."""
     if name.rsplit(".", 1)[-1] not in STEP_FUNCTIONS:

@@ -579,6 +579,15 @@ ERRORS = [
     ("return np.sum(np.diff(x, prepend=0.0))", "prepend", UnsupportedSyntaxError, "`prepend`"),
     ("return np.sum(np.diff(x, 1, 0, 0.0))", "0.0)", UnsupportedSyntaxError, "(x, n=, axis=)"),
     ("return np.sum(np.roll(x) * x)", "np.roll", UnsupportedSyntaxError, "needs its `shift`"),
+    # An array the rule differentiates, by keyword: was "no derivative rule for np.linalg.solve"
+    (
+        "return np.sum(np.linalg.solve(x, b=x[0]))",
+        "b=x",
+        UnsupportedSyntaxError,
+        "pass `b` to np.linalg.solve by position, as in np.linalg.solve(a, b)",
+    ),
+    ("return np.sum(a=x)", "a=x", UnsupportedSyntaxError, "as in np.sum(a, ...)"),
+    ("return np.sum(np.flip(m=x))", "m=x", UnsupportedSyntaxError, "pass `m` to np.flip"),
 ]
 
 
