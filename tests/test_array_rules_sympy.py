@@ -44,6 +44,7 @@ from .test_array_rules import (
     CASES,
     RULES,
     Case,
+    _case_params,
     call_primal,
     call_template,
     draw_like,
@@ -340,32 +341,20 @@ def check_tangent_against_sympy(
         )
 
 
-def _params() -> list:
-    """One parameter per (rule, case), the known defects of rules marked."""
-    params = []
-    for rule in RULES:
-        for case in CASES.get((rule.primal, rule.arity), []):
-            marks = []
-            if case.xfail:
-                marks = [pytest.mark.xfail(strict=True, raises=case.raises, reason=case.xfail)]
-            params.append(pytest.param(rule, case, id=f"{rule_id(rule)}-{case.label}", marks=marks))
-    return params
-
-
-@pytest.mark.parametrize(("rule", "case"), _params())
+@pytest.mark.parametrize(("rule", "case"), _case_params())
 def test_rule_matches_sympy(rule: Rule, case: Case) -> None:
     check_against_sympy(rule, case)
 
 
-@pytest.mark.parametrize(("rule", "case"), _params())
+@pytest.mark.parametrize(("rule", "case"), _case_params())
 def test_tangent_matches_sympy(rule: Rule, case: Case) -> None:
     check_tangent_against_sympy(rule, case)
 
 
 def test_every_rule_is_checked() -> None:
     # Guards against parametrizing over nothing, and against rules the checks skip.
-    checked = {rule_id(p.values[0]) for p in _params()}
-    assert len(_params()) > 300
+    checked = {rule_id(p.values[0]) for p in _case_params()}
+    assert len(_case_params()) > 300
     assert checked == {rule_id(rule) for rule in RULES}
 
 
