@@ -47,11 +47,15 @@ class FloatFacts:
         params: set[str],
         math_alias: str,
         keeps_shapes: bool = False,
+        keeps_types: bool = False,
     ) -> None:
         self._stores = stores
         # Array code: a product with a literal zero stays, as an array of zeros in its shape
         # (the number 0.0 in its place made `np.reshape(0.0, ...)` and `0.0[::-1]` fail).
         self.keeps_shapes = keeps_shapes
+        # Scalar gradients: `1.0 * e` stays unless `e` is surely a float (partials of int
+        # inputs are floats). Arrays take their input's dtype back in `unbroadcast`.
+        self.keeps_types = keeps_types
         self._params = params
         self.math_alias = math_alias
         self.units = frozenset(_units(stores, params))
@@ -61,7 +65,7 @@ class FloatFacts:
     @classmethod
     def of(cls, statements: list[ast.stmt], params: list[str], math_alias: str) -> FloatFacts:
         """The facts of a function's statements; ``params`` are its parameters."""
-        return cls(_stores(statements), set(params), math_alias)
+        return cls(_stores(statements), set(params), math_alias, keeps_types=True)
 
     def is_unit(self, node: ast.expr) -> bool:
         """Whether ``node`` is a name that always holds ``1.0``."""

@@ -162,17 +162,44 @@ def _simplify_binop(node: ast.BinOp, facts: FloatFacts) -> ast.expr:
             return kept
     if op is ast.Pow and b == 0:
         return ast.Constant(value=1.0)
-    if op is ast.Mult and a == 1:
+    if op is ast.Mult and facts.keeps_types:  # a float factor makes the product a float
+        if facts.is_float(left):
+            node.right = right = _without_float_unit(right)
+        if facts.is_float(right):
+            node.left = left = _without_float_unit(left)
+    if op is ast.Mult and a == 1 and _keeps_type(a, right, facts):
         return right
-    if (op is ast.Mult or op is ast.Div or op is ast.Pow) and b == 1:
+    if (op is ast.Mult or op is ast.Pow) and b == 1 and _keeps_type(b, left, facts):
         return left
-    if op is ast.Add and a == 0:
+    if op is ast.Div and b == 1 and _keeps_type(1.0, left, facts):  # e / 1 is a float
+        return left
+    if op is ast.Add and a == 0 and _keeps_type(a, right, facts):
         return right
-    if (op is ast.Add or op is ast.Sub) and b == 0:
+    if (op is ast.Add or op is ast.Sub) and b == 0 and _keeps_type(b, left, facts):
         return left
     if op is ast.Pow and b == 2 and left.__class__ is ast.Name:
         return ast.BinOp(left=left, op=ast.Mult(), right=ast.Name(id=left.id, ctx=ast.Load()))
     return node
+
+
+def _keeps_type(literal: float | int, other: ast.expr, facts: FloatFacts) -> bool:
+    """Whether ``other`` in place of ``other`` op ``literal`` keeps its type: a float literal
+    makes an int a float, and scalar gradients promise float partials (``0.5 * 2 * t``
+    must not become an int ``t`` for int inputs). Only asked where ``facts`` keep types."""
+    return type(literal) is not float or not facts.keeps_types or facts.is_float(other)
+
+
+def _without_float_unit(expr: ast.expr) -> ast.expr:
+    """``e`` for ``e ** 1.0``, ``e * 1.0``, ``1.0 * e`` or ``e / 1``, kept only to make an
+    int ``e`` a float: what a float factor next to it does too."""
+    if expr.__class__ is not ast.BinOp:
+        return expr
+    op = expr.op.__class__
+    if op in (ast.Mult, ast.Pow, ast.Div) and _number(expr.right) == 1:
+        return _without_float_unit(expr.left)
+    if op is ast.Mult and _number(expr.left) == 1:
+        return _without_float_unit(expr.right)
+    return expr
 
 
 def _without_zero_mask(left: ast.expr, right: ast.expr) -> ast.expr | None:

@@ -123,6 +123,41 @@ def test_simplify_drops_a_unit_factor_only_before_a_float():
         assert ast.unparse(simplify(ast.parse(before, mode="eval").body, found)) == after
 
 
+def test_a_literal_one_goes_only_where_the_type_stays():
+    # 0.5 * 2 folds to 1.0; `1.0 * t` is `t` only for a float t: for int inputs the
+    # partial of `0.5 * (x - y) ** 2` came out an int.
+    found = facts("b_f = 1.0\nq = x / y\nt = x - y")
+    cases = {
+        "1.0 * t": "1.0 * t",
+        "t * 1.0": "t * 1.0",
+        "t / 1": "t / 1",
+        "t ** 1.0": "t ** 1.0",
+        "t + 0.0": "t + 0.0",
+        "1 * t": "t",  # an int factor keeps an int an int
+        "1.0 * q": "q",
+        "2.0 * t ** 1.0": "2.0 * t",  # the float factor makes the product a float anyway
+        "t ** 1.0 * q": "t * q",
+    }
+    for before, after in cases.items():
+        got = ast.unparse(simplify(ast.parse(before, mode="eval").body, found))
+        assert got == after, before
+
+
+def test_int_inputs_of_a_half_square_give_float_partials(tmp_path):
+    fn = function_from_source(
+        tmp_path,
+        """
+        def f(x, y):
+            return 0.5 * (x - y) ** 2
+        """,
+    )
+    for wrt, optimize in ((None, True), (None, False), (0, True)):
+        partials = grad(fn, wrt=wrt, optimize=optimize)(3, 1)
+        partials = partials if isinstance(partials, tuple) else (partials,)
+        assert partials == (2.0, -2.0)[: len(partials)]
+        assert all(type(p) is float for p in partials), partials
+
+
 def test_constants_fold_only_where_the_result_is_exact():
     cases = {"0.5 * 4": "2.0", "3 - 1": "2", "0.1 * 3": "0.1 * 3", "1 / 3": "1 / 3"}
     for before, after in cases.items():
