@@ -117,6 +117,7 @@ class Generated:
     arrays: dict[str, object] = field(default_factory=dict)
     # The helper functions (``array_helpers.py``) the module defines: name -> alias.
     helpers: dict[str, str] = field(default_factory=dict)
+    array_code: bool = False  # compiled for NumPy arrays (else for numbers)
 
 
 Optimize = bool | Sequence[str]
@@ -197,7 +198,7 @@ def generate(
     n_outputs = None if core.outputs is None else len(core.outputs)
     arrays = external_arrays(functions)
     helpers = used_helpers(functions)
-    return Generated(text, name, _has_loops(core.body), n_outputs, arrays, helpers)
+    return Generated(text, name, _has_loops(core.body), n_outputs, arrays, helpers, core.array_mode)
 
 
 def _still_defined(
@@ -382,6 +383,7 @@ def compile_transform(
     function.__qualname__ = f"{fn.__qualname__}_{kind}"
     function.adcompile_recipe = Recipe(fn, kind, wrt, mode, generated.has_loops)
     function.adcompile_outputs = generated.n_outputs
+    function.adcompile_array_code = generated.array_code
     return function
 
 

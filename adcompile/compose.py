@@ -182,6 +182,23 @@ def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
     return value, _not_sharing(tangent, (*complete, *tangents))
 
 
+def _refuse_arrays_in_number_code(
+    fn: Callable[..., Any], generated: Callable[..., Any], args: tuple, what: str
+) -> None:
+    """Raise TypeError if reverse-mode code compiled for numbers gets arrays: it adds
+    adjoints in place (``b_x += ...``, which would change the caller's cotangent) and never
+    sums a broadcast adjoint back to its argument's shape."""
+    if generated.adcompile_array_code or not any(getattr(a, "ndim", 0) > 0 for a in args):
+        return
+    name = getattr(fn, "__name__", "the function")
+    raise TypeError(
+        f"{what} of {name} was called with NumPy arrays, but {name} never mentions NumPy "
+        "or array syntax, so adcompile compiled it for numbers; call it with numbers, use "
+        f"{what if what == 'jacobian' else 'jacobian'}(..., mode='forward'), or write "
+        f"{name} with NumPy (np.multiply(x, y), ...) to differentiate it over arrays"
+    )
+
+
 def _not_sharing(result: Any, inputs: tuple) -> Any:
     """``result`` with a copy of each array in it that shares memory with an input: the
     tangent of ``x + 1.0`` is the caller's tangent array itself, and the cotangent of ``x``
@@ -220,6 +237,7 @@ def vjp(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tup
     """``(fn(*primals), pullback)``; ``pullback(ct)`` is one cotangent per argument."""
     point = _private(_completer(fn)(primals))  # the point, even if the caller's arrays change
     generated = _cached(fn, "vjp", list(range(len(primals))) or None)
+    _refuse_arrays_in_number_code(fn, generated, primals, "vjp")
     outputs = generated.adcompile_outputs
     value = fn(*_private(primals))
     primals = point
@@ -269,8 +287,10 @@ def jacobian(fn: Callable[..., Any], wrt: Wrt = None, mode: str = "reverse") -> 
     def jacobian_of(*args: Any, **keywords: Any) -> Any:
         """The Jacobian at ``args``."""
         args = complete(args, keywords)
-        # Code compiled for numbers, called with arrays, runs elementwise: its rows are
-        # array Jacobians too (one unit tangent or cotangent per element, not per argument).
+        if mode == "reverse":
+            _refuse_arrays_in_number_code(fn, generated, args, "jacobian")
+        # Code compiled for numbers, called with arrays, runs elementwise in forward mode:
+        # its rows are array Jacobians too (one unit tangent per element, not per argument).
         arrays_here = arrays or any(getattr(a, "ndim", 0) > 0 for a in args)
         if arrays_here and mode == "forward":
             partials = _array_jacobian_forward(generated, args, choice.names, params)
@@ -285,7 +305,7 @@ def jacobian(fn: Callable[..., Any], wrt: Wrt = None, mode: str = "reverse") -> 
                 partials = _array_jacobian(pullback, args, value, choice.names, params)
                 return partials[0] if choice.bare else partials
         table = None
-        if mode == "reverse" and outputs is not None and arrays_here:
+        if mode == "reverse" and outputs is not None and arrays:
             table = _array_rows(generated, args, fn(*_private(args)), choice.names, params)
         table = table or rows(args)
         shaped = [row[0] if choice.bare else tuple(row) for row in table]

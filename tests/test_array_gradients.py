@@ -853,13 +853,32 @@ def doubled_and_tripled(x):
     return x * 2.0, x * 3.0  # names no NumPy: compiled for numbers
 
 
-@pytest.mark.parametrize("mode", ["reverse", "forward"])
-def test_jacobian_of_number_code_called_with_arrays_has_array_rows(mode) -> None:
-    # Each row is an array Jacobian (2I and 3I here), not one number per argument.
+def plus_product(x, y):
+    return x + x * y  # names no NumPy: compiled for numbers
+
+
+def test_forward_jacobian_of_number_code_called_with_arrays_has_array_rows() -> None:
+    # Tangent code runs elementwise on arrays: each row is an array Jacobian (2I and 3I
+    # here), not one number per argument (it gave 2.0 and 3.0).
     x = np.array([1.0, -2.0, 0.5])
-    doubled, tripled = adcompile.jacobian(doubled_and_tripled, mode=mode)(x)
+    doubled, tripled = adcompile.jacobian(doubled_and_tripled, mode="forward")(x)
     np.testing.assert_array_equal(doubled, 2.0 * np.eye(3))
     np.testing.assert_array_equal(tripled, 3.0 * np.eye(3))
+    y = np.array([0.5, 2.0, -1.0])
+    by_x, by_y = adcompile.jacobian(plus_product, mode="forward")(x, y)
+    np.testing.assert_array_equal(by_x, np.diag(1.0 + y))
+    np.testing.assert_array_equal(by_y, np.diag(x))
+
+
+def test_reverse_transforms_of_number_code_refuse_arrays() -> None:
+    # Reverse code for numbers adds adjoints in place (b_x += ...): with arrays it changed
+    # the caller's cotangent and gave wrong rows. A clear TypeError instead.
+    x, y = np.array([1.0, 2.0, 3.0]), np.array([0.5, 2.0, -1.0])
+    with pytest.raises(TypeError, match="never mentions NumPy"):
+        adcompile.jacobian(plus_product)(x, y)
+    with pytest.raises(TypeError, match="compiled it for numbers"):
+        adcompile.vjp(plus_product, x, y)
+    assert adcompile.jacobian(plus_product)(1.0, 0.5) == (1.5, 1.0)  # numbers still work
 
 
 def _leaves(tree: object) -> list:
@@ -879,7 +898,7 @@ def shifted_sine(x, w):
 
 
 def sum_of_two(x, y):
-    return x + y
+    return np.add(x, y)
 
 
 def test_vjp_cotangents_are_arrays_of_their_own() -> None:
@@ -891,7 +910,7 @@ def test_vjp_cotangents_are_arrays_of_their_own() -> None:
     gx *= 10.0
     np.testing.assert_array_equal(cotangent, [1.0, 2.0, 3.0])
     np.testing.assert_array_equal(gy, [1.0, 2.0, 3.0])
-    _, pullback = adcompile.vjp(lambda x, y: (x + y, x), np.ones(3), np.ones(3))
+    _, pullback = adcompile.vjp(lambda x, y: (np.add(x, y), x), np.ones(3), np.ones(3))
     first, second = np.array([1.0, 2.0, 3.0]), np.zeros(3)
     gx, gy = pullback((first, second))
     gy *= 10.0
