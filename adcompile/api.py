@@ -22,7 +22,7 @@ from . import messages
 from .astutil import names_in, stored_names
 from .depth import room_for_deep_expressions
 from .errors import UnsupportedSyntaxError
-from .floats import ARRAY_FACTS, NO_FACTS, FloatFacts
+from .floats import ARRAY_FACTS, NO_FACTS, ArrayFacts, FloatFacts
 from .forward import build_forward_gradient, build_jvp
 from .in_place import scatter_in_place
 from .ir import CoreFunction, If, Loop, Stmt, helper_alias
@@ -218,10 +218,10 @@ def _still_defined(
 
 def _float_facts(core: CoreFunction, body: _Body, passes: tuple[str, ...]) -> FloatFacts:
     # Arrays are left alone: `1.0 * a` is a new array, and `a` may be one an adjoint aliases.
-    if core.array_mode:
-        return ARRAY_FACTS
     if "simplify" not in passes:
-        return NO_FACTS
+        return ARRAY_FACTS if core.array_mode else NO_FACTS
+    if core.array_mode:
+        return ArrayFacts.of(body.statements, [*core.params, *body.extra_params], core.math_alias)
     return FloatFacts.of(body.statements, [*core.params, *body.extra_params], core.math_alias)
 
 

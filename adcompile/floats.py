@@ -56,6 +56,7 @@ class FloatFacts:
         # Scalar gradients: `1.0 * e` stays unless `e` is surely a float (partials of int
         # inputs are floats). Arrays take their input's dtype back in `unbroadcast`.
         self.keeps_types = keeps_types
+        self.has_constants = False  # names read as the number they hold (ArrayFacts)
         self._params = params
         self.math_alias = math_alias
         self.units = frozenset(_units(stores, params))
@@ -66,6 +67,10 @@ class FloatFacts:
     def of(cls, statements: list[ast.stmt], params: list[str], math_alias: str) -> FloatFacts:
         """The facts of a function's statements; ``params`` are its parameters."""
         return cls(_stores(statements), set(params), math_alias, keeps_types=True)
+
+    def constant(self, name: str) -> float | None:
+        """The float ``name`` always holds, where known (here: never)."""
+        return None
 
     def is_unit(self, node: ast.expr) -> bool:
         """Whether ``node`` is a name that always holds ``1.0``."""
@@ -187,6 +192,51 @@ def _is_float_call(func: ast.expr, math_alias: str) -> bool:
         and func.value.id == math_alias
         and func.attr in FLOAT_FUNCTIONS
     )
+
+
+class ArrayFacts(FloatFacts):
+    """The facts of array code: the unit names, before literal numbers only.
+
+    ``u * 0.5`` is ``0.5`` (the seed times a rule's constant); ``u * a`` stays, as ``1.0 *
+    a`` is a new array and ``a`` one an adjoint may then alias."""
+
+    def __init__(
+        self,
+        stores: dict[str, list[Store]],
+        params: set[str],
+        math_alias: str,
+        defining: dict[str, ast.Assign],
+    ) -> None:
+        super().__init__(stores, params, math_alias, keeps_shapes=True)
+        self.has_constants = True
+        self._defining = defining
+
+    @classmethod
+    def of(cls, statements: list[ast.stmt], params: list[str], math_alias: str) -> ArrayFacts:
+        """The facts of a function's statements; ``params`` are its parameters."""
+        stores = _stores(statements)
+        once = {name for name, values in stores.items() if len(values) == 1} - set(params)
+        defining = {
+            stmt.targets[0].id: stmt
+            for stmt in statements_in(statements)
+            if stmt.__class__ is ast.Assign
+            and stmt.targets[0].__class__ is ast.Name
+            and stmt.targets[0].id in once
+        }
+        return cls(stores, set(params), math_alias, defining)
+
+    def constant(self, name: str) -> float | None:
+        """The float ``name`` holds, if its one store is a float literal as simplified so
+        far (``b_t8 = 0.5`` once the seed is folded: ``b_t8 * 2 * t`` then folds to ``t``)."""
+        stmt = self._defining.get(name)
+        if stmt is None or stmt.value.__class__ is not ast.Constant:
+            return None
+        value = stmt.value.value
+        return value if type(value) is float else None
+
+    def is_float(self, node: ast.expr) -> bool:
+        """Whether ``node`` is a float literal."""
+        return node.__class__ is ast.Constant and type(node.value) is float
 
 
 NO_FACTS = FloatFacts({}, set(), "math")  # no units: the simplifier drops no factor

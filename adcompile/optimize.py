@@ -103,7 +103,10 @@ def simplify(node: ast.AST, facts: FloatFacts = NO_FACTS) -> ast.AST:
     """Constant folding and the identities ``e*1``, ``e+0``, ``e/1``, ``e**1``, ``-(-e)``;
     with ``facts``, also ``u * e`` for a name ``u`` holding ``1.0`` and a float ``e``."""
     cls = node.__class__
-    if cls is ast.Name or cls is ast.Constant:
+    if cls is ast.Name:
+        value = facts.constant(node.id) if facts.has_constants else None
+        return node if value is None else ast.Constant(value=value)
+    if cls is ast.Constant:
         return node
     if cls is ast.BinOp:  # the common cases first, without a callback per child
         node.left, node.right = simplify(node.left, facts), simplify(node.right, facts)

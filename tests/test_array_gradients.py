@@ -1109,7 +1109,28 @@ def test_a_sum_of_squares_seeds_with_the_scalar_not_a_filled_array(tmp_path):
     )
     text = grad(fn).source
     assert "np.full" not in text, text
-    assert "* 2 * " in text, text
+    assert re.search(r"b_\w+ = 2\.0 \* t\d+\n", text), text  # the seed 1.0 folded too
+
+
+def test_the_seed_folds_into_constant_factors_of_array_code(tmp_path):
+    # 0.5 * np.sum(r ** 2): the seed times 0.5 is 0.5, times 2 is 1.0, so r's adjoint is r
+    # itself (it was b_f * 0.5, then b * 2 * r: a multiplication of the whole array).
+    fn = function_from_source(
+        tmp_path,
+        """
+        import numpy as np
+
+
+        def f(w, X, y):
+            r = X @ w - y
+            return 0.5 * np.sum(r ** 2)
+        """,
+    )
+    text = grad(fn).source
+    assert "b_r = r\n" in text, text
+    rng = np.random.default_rng(0)
+    w, X, y = rng.normal(size=3), rng.normal(size=(5, 3)), rng.normal(size=5)
+    check_gradient(fn, grad(fn, wrt=(0, 1, 2)), (w, X, y), (0, 1, 2))
 
 
 def test_a_zero_adjoint_of_a_folded_temporary_stays_a_number(tmp_path: Path) -> None:
