@@ -25,6 +25,8 @@ import ast
 from collections import Counter
 from dataclasses import dataclass, field
 
+from .einsum import EinsumError, parse_subscripts
+
 # NumPy functions and methods whose result may be their first argument or a view of it.
 SHARING = frozenset(
     {"reshape", "transpose", "ravel", "squeeze", "swapaxes", "view", "asarray", "asanyarray"}
@@ -38,9 +40,21 @@ def may_share(name: str, call: ast.Call) -> bool:
     if name in SHARING:
         return True
     if name == "einsum":  # of one operand, a view of it: np.einsum("ij->ji", x), "ii->i"
-        return len(call.args) == 2
+        return len(call.args) == 2 and not _einsum_sums(call.args[0])
     # np.diff(x, 0) is x itself: an order that is not a literal above 0 may be 0
     return name == "diff" and not _positive_order(call)
+
+
+def _einsum_sums(spec: ast.expr) -> bool:
+    """A one-operand einsum whose literal subscripts sum a label (``"ij->j"``, ``"ii->"``):
+    NumPy makes a new array for it. False if the subscripts are not a literal, or not read."""
+    if not (isinstance(spec, ast.Constant) and isinstance(spec.value, str)):
+        return False
+    try:
+        subscripts = parse_subscripts(spec.value, 1)
+    except EinsumError:
+        return False
+    return any(label not in subscripts.output for label in subscripts.inputs[0] if label != "...")
 
 
 def _positive_order(call: ast.Call) -> bool:

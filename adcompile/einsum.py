@@ -3,17 +3,20 @@
 ``np.einsum("ij,jk->ik", A, B)`` is linear in each operand, so each operand's adjoint is an
 einsum too: of the incoming adjoint ``g`` (labelled like the output) and the other operands,
 with the operand's own labels as the output: ``np.einsum("ik,jk->ij", g, B)`` for ``A``.
-Three cases need more than that, and ``adjoint_subscripts`` says which with a *fill*:
+Three cases need more than that, and ``adjoint_subscripts`` says which (``Adjoint``):
 
 - a label that only the operand has (``"ij->i"``: ``j`` is summed in ``A`` alone): nothing
-  else has that axis, so ``np.ones_like(A)`` (labelled like ``A``) is added as an operand,
-  and the adjoint is ``g`` spread along it;
+  else has that axis, so the einsum gives the adjoint without it (``"i"``), and a second
+  einsum spreads that over ``np.ones_like(A)`` (``"i,ij->ij"``);
 - a label repeated in the operand (``"ii->"``, a trace; ``"ii->i"``, a diagonal): the
   adjoint lands on the diagonal only. Its repeats get fresh letters in the adjoint's output
-  (``"ij"``) and ``diagonal_ones(A, "ii")`` (ones where the repeated labels agree, labelled
-  ``"ij"``) is added as an operand;
+  (``"ij"``), and the second einsum multiplies by ``diagonal_ones(A, "ii")`` (ones where
+  the repeated labels agree, labelled ``"ij"``). So an adjoint never has more operands
+  than the call, and the same rules differentiate it again (hessian, and beyond);
 - ``...`` in the other operands or the output but not in this operand: its axes are kept in
-  front of the adjoint (``"...ij"``) and summed away by ``unbroadcast``.
+  front of the adjoint (``"...ij"``) and summed away by ``unbroadcast``. An operand with
+  ``...`` after labels (``"i...j"``) while another operand has ``...`` too gets its adjoint
+  with ``...`` first (``"...ij"``) likewise, moved back to its order by ``np.moveaxis``.
 
 Broadcasting (``...`` of different lengths, or an axis of length 1 against a longer one,
 which NumPy's einsum allows for labels too) is undone by ``unbroadcast``, which the rule
@@ -87,32 +90,33 @@ def _text(labels: tuple[str, ...] | list[str]) -> str:
     return "".join(labels)
 
 
-def check_derivative_form(subscripts: Subscripts) -> None:
-    """Raise for the forms whose adjoint is not supported: ``...`` after a label in an
-    operand (``"i...,i...->..."``) when another operand has ``...`` too. Its adjoint would
-    have to sum broadcast axes in the middle of the operand's axes."""
-    with_ellipsis = [term for term in subscripts.inputs if ELLIPSIS in term]
-    if len(with_ellipsis) < 2:
-        return
-    for term in with_ellipsis:
-        if term[0] != ELLIPSIS:
-            raise EinsumError(
-                f"'...' after a label in the operand subscripts {_text(term)!r}, with '...' "
-                "in another operand too, has no derivative here; put '...' first in each "
-                "operand's subscripts (move the axes first, e.g. np.moveaxis(x, 0, -1) "
-                "with '...i' for 'i...')"
-            )
-
-
 def _letters(subscripts: Subscripts) -> set[str]:
     return {label for term in (*subscripts.inputs, subscripts.output) for label in term}
 
 
-def adjoint_subscripts(subscripts: Subscripts, k: int) -> tuple[str, bool | str | None]:
-    """The subscripts of operand ``k``'s adjoint, whose operands are ``g``, the other
-    operands in order and, where needed, a fill (see the module docstring): None for none,
-    True for ``np.ones_like(operand)``, or the operand's subscripts (``"ii"``) for
-    ``diagonal_ones(operand, "ii")``."""
+@dataclass(frozen=True)
+class Adjoint:
+    """How operand ``k``'s adjoint is built (the rule's static arguments ``to_a``...).
+
+    ``to``: the subscripts of an einsum of ``g`` and the other operands (None: ``g``
+    itself). ``fill``: None, True for ``np.ones_like(operand)`` or the operand's subscripts
+    for ``diagonal_ones(operand, "ii")``; with a fill, ``spread`` spreads the einsum's
+    result over the fill's axes in a second einsum of two operands (so an adjoint never has
+    more operands than the call, and hessian differentiates it with the same rules).
+    ``front``/``back``: for ``...`` after labels (``"i..."``) with ``...`` in another
+    operand, the adjoint is computed with ``...`` first (``"...i"``), so that
+    ``unbroadcast`` sums leading axes; ``np.moveaxis`` moves the labels at ``back`` to
+    ``front`` (the operand's own order) after it."""
+
+    to: str | None
+    fill: bool | str | None = None
+    spread: str | None = None
+    front: tuple[int, ...] | None = None
+    back: tuple[int, ...] | None = None
+
+
+def adjoint_subscripts(subscripts: Subscripts, k: int) -> Adjoint:
+    """How operand ``k``'s adjoint is built (see ``Adjoint`` and the module docstring)."""
     own = subscripts.inputs[k]
     others = [term for j, term in enumerate(subscripts.inputs) if j != k]
     terms = [subscripts.output, *others]
@@ -125,16 +129,46 @@ def adjoint_subscripts(subscripts: Subscripts, k: int) -> tuple[str, bool | str 
             target.append(fresh)
         else:
             target.append(label)
+    broadcast = any(ELLIPSIS in term for term in terms)
+    moved = ELLIPSIS in own and own[0] != ELLIPSIS and any(ELLIPSIS in t for t in others)
+    front = back = None
+    if moved:  # "i...j" as "...ij": unbroadcast sums the leading axes
+        p = own.index(ELLIPSIS)
+        q = len(own) - p - 1
+        front, back = tuple(range(p)), tuple(range(-(p + q), -q))
+    layout = _ellipsis_first if moved or (ELLIPSIS not in own and broadcast) else tuple
+    inputs = ",".join(_text(term) for term in terms)
     fill: bool | str | None = None
     if len(target) != len(set(own)):
         fill = _text(own)
-        terms.append(tuple(target))
     elif not _covered(own, subscripts.output, others):
         fill = True
-        terms.append(own)
-    if ELLIPSIS not in own and any(ELLIPSIS in term for term in terms):
-        target.insert(0, ELLIPSIS)  # summed away by unbroadcast
-    return f"{','.join(_text(term) for term in terms)}->{_text(target)}", fill
+    if fill is None:
+        return Adjoint(f"{inputs}->{_text(layout(target))}", None, None, front, back)
+    # The labels of the operand that g and the others have, each once, in its order.
+    present = set().union(*terms)
+    kept = [label for label in dict.fromkeys(own) if label in present]
+    if ELLIPSIS not in own and broadcast:
+        kept.insert(0, ELLIPSIS)
+    reduced = _text(kept)
+    to = None if not others and reduced == _text(subscripts.output) else f"{inputs}->{reduced}"
+    spread = f"{reduced},{_text(target)}->{_text(layout(target))}"
+    return Adjoint(to, fill, spread, front, back)
+
+
+def adjoint_statics(subscripts: Subscripts) -> dict[str, object]:
+    """The static arguments of the operands' adjoints in np.einsum's rule: ``to_a``,
+    ``fill_a``, ``spread_a``, ``front_a``, ``back_a`` for the first operand, and so on."""
+    statics: dict[str, object] = {}
+    for k, operand in enumerate("abc"[: len(subscripts.inputs)]):
+        adjoint = adjoint_subscripts(subscripts, k)
+        for field in ("to", "fill", "spread", "front", "back"):
+            statics[f"{field}_{operand}"] = getattr(adjoint, field)
+    return statics
+
+
+def _ellipsis_first(labels: list[str]) -> tuple[str, ...]:
+    return (ELLIPSIS, *(label for label in labels if label != ELLIPSIS))
 
 
 def _spare_letter(label: str, used: set[str]) -> str:

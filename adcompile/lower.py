@@ -312,6 +312,7 @@ class Lowerer(ArrayLowering):
         self._find_unbound_reads(body)
         body = Desugar(self.names).function_body(body)
         self.locals = set(params) | assigned_names(body)
+        self._check_einsum_subscripts(node)
         self.math_alias = self._choose_math_alias()
         if uses_numpy(node, self.fs.namespace, self.locals) or _generated_array_code(self.fs):
             self._enter_array_mode(params)
@@ -368,6 +369,31 @@ class Lowerer(ArrayLowering):
 
     def _error(self, cls: type[AdcompileError], node: ast.AST, message: str) -> AdcompileError:
         return self.fs.error(cls, node, message)
+
+    def _check_einsum_subscripts(self, node: ast.FunctionDef | ast.Lambda) -> None:
+        """``s = "ij,jk->ik"; np.einsum(s, x, y)``, here or in a local function: subscripts
+        in a variable of the function are refused at the call (lowering ``s = ...`` would
+        say that a string is not a number), as other subscripts that are not literals."""
+        bound = set(self.locals)
+        for inner in walk(node):
+            if isinstance(inner, ast.Name) and not isinstance(inner.ctx, ast.Load):
+                bound.add(inner.id)
+            elif isinstance(inner, ast.arg):
+                bound.add(inner.arg)
+        for call in walk(node):
+            if not (isinstance(call, ast.Call) and call.args):
+                continue
+            func, spec = call.func, call.args[0]
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr == "einsum"
+                and isinstance(func.value, ast.Name)
+                and func.value.id not in bound
+                and is_numpy(self.fs.namespace.get(func.value.id))
+                and isinstance(spec, ast.Name)
+                and spec.id in bound
+            ):
+                raise self._error(UnsupportedSyntaxError, spec, messages.EINSUM_SUBSCRIPTS)
 
     def _check_signature(self, node: ast.FunctionDef | ast.Lambda) -> None:
         if isinstance(node, ast.AsyncFunctionDef):

@@ -26,8 +26,7 @@ from .astutil import walk
 from .einsum import (
     EinsumError,
     Subscripts,
-    adjoint_subscripts,
-    check_derivative_form,
+    adjoint_statics,
     parse_subscripts,
 )
 from .errors import AdcompileError, NoDerivativeError, UnsupportedSyntaxError
@@ -485,8 +484,8 @@ class ArrayLowering:
     def _einsum(self, node: ast.Call, target: str, callee: object, shown: ast.expr) -> None:
         """``np.einsum("ij,jk->ik", A, B)``: the subscripts are read now, and with them the
         subscripts of each operand's adjoint (``einsum.py``), static arguments of the rule.
-        A form with no derivative rule (more than 3 operands, ``...`` after a label in
-        several operands) is a value no derivative may pass through."""
+        A call of more than 3 operands has no derivative rule: a value no derivative may
+        pass through."""
         if len(node.args) < 2:
             raise self._error(UnsupportedSyntaxError, node, messages.EINSUM_ARGUMENTS)
         spec, operands = node.args[0], node.args[1:]
@@ -672,16 +671,13 @@ def _einsum_statics(
     rule: Rule | None, subscripts: Subscripts, literal: ast.Constant, optimize: ast.Constant
 ) -> dict[str, ast.expr]:
     """The static arguments of np.einsum's rule: the call's subscripts and optimize=, and
-    each operand's adjoint subscripts and fill (``to_a``, ``fill_a``, ...); EinsumError
-    for a call with no rule."""
+    how each operand's adjoint is built (``to_a``, ``fill_a``, ...: ``einsum.Adjoint``);
+    EinsumError for a call with no rule."""
     if rule is None:
         raise EinsumError(messages.einsum_operands(len(subscripts.inputs)))
-    check_derivative_form(subscripts)
     statics: dict[str, ast.expr] = {"subscripts": literal, "optimize": optimize}
-    for k, operand in enumerate("abc"[: len(subscripts.inputs)]):
-        to, fill = adjoint_subscripts(subscripts, k)
-        statics[f"to_{operand}"] = ast.Constant(value=to)
-        statics[f"fill_{operand}"] = ast.Constant(value=fill)
+    for name, value in adjoint_statics(subscripts).items():
+        statics[name] = ast.Constant(value=value)
     return statics
 
 

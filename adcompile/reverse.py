@@ -450,7 +450,9 @@ class AdjointSweep:
         defaults = dict(stmt.rule.statics)
         if stmt.statics:  # `spread = result if axis is None else ...` with axis given
             for assignment in out:
-                assignment.value = fold_static_tests(assignment.value)
+                assignment.value = drop_default_keywords(
+                    fold_static_tests(assignment.value), defaults
+                )
         for var, expr in wanted:
             value = substitute(expr, mapping)
             if stmt.statics:  # as in forward mode: `optimize=False` passed on is left out

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from adcompile.einsum import adjoint_subscripts, parse_subscripts
+from adcompile.einsum import adjoint_statics, parse_subscripts
 from adcompile.rules import RuleTable
 from adcompile.rules.array_helpers import (
     assemble,
@@ -628,9 +628,7 @@ def einsum_statics(subscripts: str, operands: int, optimize: object = False) -> 
     the checks below judge the adjoints they make, not these strings)."""
     parsed = parse_subscripts(subscripts, operands)
     statics: dict[str, object] = {"subscripts": subscripts, "optimize": optimize}
-    for name, k in zip("abc", range(operands), strict=False):
-        statics[f"to_{name}"], statics[f"fill_{name}"] = adjoint_subscripts(parsed, k)
-    return statics
+    return statics | adjoint_statics(parsed)
 
 
 def einsum_cases(*specs: tuple[str, str, tuple[Shape, ...]]) -> list[Case]:

@@ -10,7 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adcompile.einsum import ELLIPSIS, EinsumError, adjoint_subscripts, parse_subscripts
+from adcompile.einsum import (
+    ELLIPSIS,
+    Adjoint,
+    EinsumError,
+    adjoint_subscripts,
+    parse_subscripts,
+)
 
 # Each label its own length, so that a result's shape tells the labels apart.
 LENGTHS = {label: 2 + k for k, label in enumerate("ijklabBcA")}
@@ -75,6 +81,20 @@ def test_spaces_are_ignored_as_numpy_does() -> None:
 
 def test_a_diagonal_gets_the_next_letter() -> None:
     # What the generated code shows for a trace: g times the identity, as written by hand.
-    assert adjoint_subscripts(parse_subscripts("ii->", 1), 0) == (",ij->ij", "ii")
-    assert adjoint_subscripts(parse_subscripts("ij->j", 1), 0) == ("j,ij->ij", True)
-    assert adjoint_subscripts(parse_subscripts("ij,jk->ik", 2), 0) == ("ik,jk->ij", None)
+    assert adjoint_subscripts(parse_subscripts("ii->", 1), 0) == Adjoint(None, "ii", ",ij->ij")
+    assert adjoint_subscripts(parse_subscripts("ij->j", 1), 0) == Adjoint(None, True, "j,ij->ij")
+    assert adjoint_subscripts(parse_subscripts("ij,jk->ik", 2), 0) == Adjoint("ik,jk->ij")
+
+
+def test_an_adjoint_has_no_more_operands_than_the_call() -> None:
+    # The fill is spread over in an einsum of its own, so hessian needs no 4-operand rule.
+    adjoint = adjoint_subscripts(parse_subscripts("ij,j,j->", 3), 0)
+    assert adjoint == Adjoint(",j,j->j", True, "j,ij->ij")
+
+
+def test_ellipsis_after_labels_is_moved_first_where_stacks_may_broadcast() -> None:
+    # "i..." against another operand's "...": computed as "...i", then moved back.
+    adjoint = adjoint_subscripts(parse_subscripts("i...j,...j->i...", 2), 0)
+    assert adjoint == Adjoint("i...,...j->...ij", None, None, (0,), (-2,))
+    # Only this operand has '...': g's stack is its own, nothing to move.
+    assert adjoint_subscripts(parse_subscripts("i,j...->j...", 2), 1) == Adjoint("j...,i->j...")

@@ -446,54 +446,86 @@ def getitem(x, result, g, *, index):
 # ----- np.einsum ---------------------------------------------------------------------------
 # One template per operand count (``subscripts`` is a static argument: the call's string,
 # read at compile time). Each operand's adjoint is an einsum of g and the other operands,
-# whose subscripts (``to_a``...) the compiler works out from ``subscripts``, with a ``fill``
-# operand where g and the others lack some of the operand's axes: None (no fill), True
-# (``np.ones_like``: a label only this operand has) or the operand's subscripts (a repeated
-# label: ``diagonal_ones``, so that the adjoint lands on the diagonal only); see
-# ``adcompile/einsum.py``. Built from np.einsum, so hessian goes through it. With several
-# operands, ``unbroadcast`` sums what broadcasting stretched (``...``, or an axis of length
-# 1); with one, the adjoint has the operand's shape already.
+# whose subscripts (``to_a``...) the compiler works out from ``subscripts``
+# (``adcompile/einsum.py``). Where g and the others lack some of the operand's axes (a label
+# only this operand has, or a repeated one) a second einsum spreads the result over a fill
+# shaped like the operand (``spread_a``): ``np.ones_like``, or ``diagonal_ones`` so that the
+# adjoint lands on the diagonal only. An adjoint thus never has more operands than the call,
+# and hessian differentiates it with these same rules. With several operands,
+# ``unbroadcast`` sums what broadcasting stretched (``...``, or an axis of length 1); an
+# operand with ``...`` after labels (``"i..."``) has its adjoint computed with ``...``
+# first, summed, then moved back (``front_a``, ``back_a``). With one operand, the adjoint
+# has the operand's shape already.
 @array_rule(np.einsum)
-def einsum_1(a, result, g, *, subscripts, optimize=False, to_a, fill_a=None):
+def einsum_1(
+    a,
+    result,
+    g,
+    *,
+    subscripts,
+    optimize=False,
+    to_a,
+    fill_a=None,
+    spread_a=None,
+    front_a=None,
+    back_a=None,
+):
     return (
         np.einsum(to_a, g, optimize=optimize)
         if fill_a is None
         else np.einsum(
-            to_a,
-            g,
+            spread_a,
+            g if to_a is None else np.einsum(to_a, g, optimize=optimize),
             np.ones_like(a) if fill_a is True else diagonal_ones(a, fill_a),
-            optimize=optimize,
         )
     )
 
 
 @array_rule(np.einsum)
-def einsum_2(a, b, result, g, *, subscripts, optimize=False, to_a, to_b, fill_a=None, fill_b=None):
+def einsum_2(
+    a,
+    b,
+    result,
+    g,
+    *,
+    subscripts,
+    optimize=False,
+    to_a,
+    to_b,
+    fill_a=None,
+    fill_b=None,
+    spread_a=None,
+    spread_b=None,
+    front_a=None,
+    front_b=None,
+    back_a=None,
+    back_b=None,
+):
+    adjoint_a = (
+        np.einsum(to_a, g, b, optimize=optimize)
+        if fill_a is None
+        else np.einsum(
+            spread_a,
+            np.einsum(to_a, g, b, optimize=optimize),
+            np.ones_like(a) if fill_a is True else diagonal_ones(a, fill_a),
+        )
+    )
+    adjoint_b = (
+        np.einsum(to_b, g, a, optimize=optimize)
+        if fill_b is None
+        else np.einsum(
+            spread_b,
+            np.einsum(to_b, g, a, optimize=optimize),
+            np.ones_like(b) if fill_b is True else diagonal_ones(b, fill_b),
+        )
+    )
     return (
-        unbroadcast(
-            np.einsum(to_a, g, b, optimize=optimize)
-            if fill_a is None
-            else np.einsum(
-                to_a,
-                g,
-                b,
-                np.ones_like(a) if fill_a is True else diagonal_ones(a, fill_a),
-                optimize=optimize,
-            ),
-            a,
-        ),
-        unbroadcast(
-            np.einsum(to_b, g, a, optimize=optimize)
-            if fill_b is None
-            else np.einsum(
-                to_b,
-                g,
-                a,
-                np.ones_like(b) if fill_b is True else diagonal_ones(b, fill_b),
-                optimize=optimize,
-            ),
-            b,
-        ),
+        unbroadcast(adjoint_a, a)
+        if front_a is None
+        else np.moveaxis(unbroadcast(adjoint_a, np.moveaxis(a, front_a, back_a)), back_a, front_a),
+        unbroadcast(adjoint_b, b)
+        if front_b is None
+        else np.moveaxis(unbroadcast(adjoint_b, np.moveaxis(b, front_b, back_b)), back_b, front_b),
     )
 
 
@@ -513,47 +545,53 @@ def einsum_3(
     fill_a=None,
     fill_b=None,
     fill_c=None,
+    spread_a=None,
+    spread_b=None,
+    spread_c=None,
+    front_a=None,
+    front_b=None,
+    front_c=None,
+    back_a=None,
+    back_b=None,
+    back_c=None,
 ):
+    adjoint_a = (
+        np.einsum(to_a, g, b, c, optimize=optimize)
+        if fill_a is None
+        else np.einsum(
+            spread_a,
+            np.einsum(to_a, g, b, c, optimize=optimize),
+            np.ones_like(a) if fill_a is True else diagonal_ones(a, fill_a),
+        )
+    )
+    adjoint_b = (
+        np.einsum(to_b, g, a, c, optimize=optimize)
+        if fill_b is None
+        else np.einsum(
+            spread_b,
+            np.einsum(to_b, g, a, c, optimize=optimize),
+            np.ones_like(b) if fill_b is True else diagonal_ones(b, fill_b),
+        )
+    )
+    adjoint_c = (
+        np.einsum(to_c, g, a, b, optimize=optimize)
+        if fill_c is None
+        else np.einsum(
+            spread_c,
+            np.einsum(to_c, g, a, b, optimize=optimize),
+            np.ones_like(c) if fill_c is True else diagonal_ones(c, fill_c),
+        )
+    )
     return (
-        unbroadcast(
-            np.einsum(to_a, g, b, c, optimize=optimize)
-            if fill_a is None
-            else np.einsum(
-                to_a,
-                g,
-                b,
-                c,
-                np.ones_like(a) if fill_a is True else diagonal_ones(a, fill_a),
-                optimize=optimize,
-            ),
-            a,
-        ),
-        unbroadcast(
-            np.einsum(to_b, g, a, c, optimize=optimize)
-            if fill_b is None
-            else np.einsum(
-                to_b,
-                g,
-                a,
-                c,
-                np.ones_like(b) if fill_b is True else diagonal_ones(b, fill_b),
-                optimize=optimize,
-            ),
-            b,
-        ),
-        unbroadcast(
-            np.einsum(to_c, g, a, b, optimize=optimize)
-            if fill_c is None
-            else np.einsum(
-                to_c,
-                g,
-                a,
-                b,
-                np.ones_like(c) if fill_c is True else diagonal_ones(c, fill_c),
-                optimize=optimize,
-            ),
-            c,
-        ),
+        unbroadcast(adjoint_a, a)
+        if front_a is None
+        else np.moveaxis(unbroadcast(adjoint_a, np.moveaxis(a, front_a, back_a)), back_a, front_a),
+        unbroadcast(adjoint_b, b)
+        if front_b is None
+        else np.moveaxis(unbroadcast(adjoint_b, np.moveaxis(b, front_b, back_b)), back_b, front_b),
+        unbroadcast(adjoint_c, c)
+        if front_c is None
+        else np.moveaxis(unbroadcast(adjoint_c, np.moveaxis(c, front_c, back_c)), back_c, front_c),
     )
 
 
@@ -770,13 +808,41 @@ def getitem_tangent(x, result, g, *, index):
 
 # np.einsum is linear in each operand: a term is the same einsum with g for the operand.
 @array_tangent(np.einsum)
-def einsum_1_tangent(a, result, g, *, subscripts, optimize=False, to_a, fill_a=None):
+def einsum_1_tangent(
+    a,
+    result,
+    g,
+    *,
+    subscripts,
+    optimize=False,
+    to_a,
+    fill_a=None,
+    spread_a=None,
+    front_a=None,
+    back_a=None,
+):
     return np.einsum(subscripts, g, optimize=optimize)
 
 
 @array_tangent(np.einsum)
 def einsum_2_tangent(
-    a, b, result, g, *, subscripts, optimize=False, to_a, to_b, fill_a=None, fill_b=None
+    a,
+    b,
+    result,
+    g,
+    *,
+    subscripts,
+    optimize=False,
+    to_a,
+    to_b,
+    fill_a=None,
+    fill_b=None,
+    spread_a=None,
+    spread_b=None,
+    front_a=None,
+    front_b=None,
+    back_a=None,
+    back_b=None,
 ):
     return (
         np.einsum(subscripts, g, b, optimize=optimize),
@@ -800,6 +866,15 @@ def einsum_3_tangent(
     fill_a=None,
     fill_b=None,
     fill_c=None,
+    spread_a=None,
+    spread_b=None,
+    spread_c=None,
+    front_a=None,
+    front_b=None,
+    front_c=None,
+    back_a=None,
+    back_b=None,
+    back_c=None,
 ):
     return (
         np.einsum(subscripts, g, b, c, optimize=optimize),
