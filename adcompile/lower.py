@@ -374,6 +374,8 @@ class Lowerer(ArrayLowering):
         """``s = "ij,jk->ik"; np.einsum(s, x, y)``, here or in a local function: subscripts
         in a variable of the function are refused at the call (lowering ``s = ...`` would
         say that a string is not a number), as other subscripts that are not literals."""
+        if "einsum" not in self.fs.text_of(node):  # the usual case: no walk of the tree
+            return
         bound = set(self.locals)
         for inner in walk(node):
             if isinstance(inner, ast.Name) and not isinstance(inner.ctx, ast.Load):

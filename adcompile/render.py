@@ -330,6 +330,8 @@ def _external_arrays_comment(arrays: dict[str, object]) -> str:
 def used_helpers(functions: list[GeneratedFunction]) -> dict[str, str]:
     """The helpers (name: alias) that the functions' code calls. A template may name others
     in a branch that its static arguments left out (``np.einsum``'s ``diagonal_ones``)."""
+    if not functions[0].core.helpers:  # numbers only: no walk of the generated code
+        return {}
     read = {
         name
         for gen in functions
