@@ -198,7 +198,8 @@ class ArrayFacts(FloatFacts):
     """The facts of array code: the unit names, before literal numbers only.
 
     ``u * 0.5`` is ``0.5`` (the seed times a rule's constant); ``u * a`` stays, as ``1.0 *
-    a`` is a new array and ``a`` one an adjoint may then alias."""
+    a`` is a new float array, and ``a`` one an adjoint may then alias (an input, or an int
+    array whose products overflow)."""
 
     def __init__(
         self,
@@ -207,7 +208,9 @@ class ArrayFacts(FloatFacts):
         math_alias: str,
         defining: dict[str, ast.Assign],
     ) -> None:
-        super().__init__(stores, params, math_alias, keeps_shapes=True)
+        # Types kept as in scalar code: `1.0 * a` stays (a new float array), where `a` would
+        # keep an int array's dtype and be an array an adjoint then aliases (an input).
+        super().__init__(stores, params, math_alias, keeps_shapes=True, keeps_types=True)
         self.has_constants = True
         self._defining = defining
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from .aliasing import may_share, shared_argument
+from .aliasing import SHARING, may_share, shared_argument
 from .astutil import load, names_in, store, stored_names
 
 # Helpers that return a new array (never their argument or a view of it); NumPy functions
@@ -105,7 +105,13 @@ class _Origins:
             return name  # arithmetic on arrays makes a new array; a number is never shared
         if isinstance(value, ast.Attribute | ast.Subscript):  # x.T, x[i]: a view of x
             return self._origin(name, value.value, depth + 1)
-        if not isinstance(value, ast.Call) or not value.args:
+        if not isinstance(value, ast.Call):
+            return None
+        method = value.func if isinstance(value.func, ast.Attribute) else None
+        if method is not None and not _names(method.value, self.np):
+            # x.reshape(3), x.transpose(): x, or a view of it; other methods are unknown
+            return self._origin(name, method.value, depth + 1) if method.attr in SHARING else None
+        if not value.args:
             return None
         func, first = value.func, value.args[0]
         if isinstance(func, ast.Name):
@@ -118,6 +124,11 @@ class _Origins:
         if may_share(func.attr, value):  # np.reshape(a, ...), np.asarray(a): a, or a view
             return self._origin(name, shared_argument(value), depth + 1)
         return name  # np.full, np.where, np.cos...: a new array
+
+
+def _names(node: ast.expr, name: str) -> bool:
+    """Whether ``node`` is the name ``name``."""
+    return isinstance(node, ast.Name) and node.id == name
 
 
 def _copy(name: str, numpy_alias: str, like: ast.stmt) -> ast.stmt:

@@ -315,3 +315,22 @@ def test_a_literal_zero_factor_keeps_the_arrays_shape(tmp_path) -> None:
             got = grad(fn, wrt=wrt, mode=mode)(*args)
             for part, want in zip(got, expected, strict=True):
                 np.testing.assert_array_equal(part, want)
+
+
+def test_a_returned_adjoint_that_is_a_method_view_of_a_parameter_is_copied() -> None:
+    # `x.reshape(3)` and `x.transpose()` are x, or views of it, like np.reshape(x, 3): a
+    # gradient read from them must be copied (their origin was unknown, and one alone was
+    # returned as it was, sharing the caller's array).
+    import ast
+
+    from adcompile.returned_arrays import separate_returned_arrays
+
+    for method in ("x.reshape(3)", "x.transpose()", "x.T"):
+        statements = ast.parse(f"t = {method}\nb_x = t").body
+        out = separate_returned_arrays(
+            statements, ast.parse("b_x", mode="eval").body, ["x"], {}, "np"
+        )
+        assert ast.unparse(out[-1]) == "b_x = np.copy(b_x)", method
+    statements = ast.parse("t = x.sum(axis=0)\nb_x = t").body  # a new array: no copy
+    out = separate_returned_arrays(statements, ast.parse("b_x", mode="eval").body, ["x"], {}, "np")
+    assert ast.unparse(out[-1]) == "b_x = t"

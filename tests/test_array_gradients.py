@@ -1112,9 +1112,47 @@ def test_a_sum_of_squares_seeds_with_the_scalar_not_a_filled_array(tmp_path):
     assert re.search(r"b_\w+ = 2\.0 \* t\d+\n", text), text  # the seed 1.0 folded too
 
 
+SEED_FOLDING_SOURCE = """
+import numpy as np
+
+
+def half_square_of_product(x, y):
+    t = x * y
+    return 0.5 * np.sum(t ** 2.0)
+
+
+def with_numbers(x, k, j):
+    return np.sum(x) + k * j
+
+
+def half_square_after_a_branch(x, y):
+    if np.sum(x) > 0.0:
+        y = y * x
+    return np.sum(y) + 0.5 * np.sum(x ** 2)
+"""
+
+
+def test_a_folded_seed_keeps_dtypes_and_never_returns_an_input(tmp_path):
+    # With the seed read as 1.0, `1.0 * t` was dropped: int arrays then had int adjoints
+    # (uint8 10 * 10 * 10 overflowed to 232), Python-number partials became NumPy ints,
+    # and a gradient could be the caller's array itself.
+    from tests.helpers import module_from_source
+
+    module = module_from_source(tmp_path, SEED_FOLDING_SOURCE)
+    ten = np.array([10], np.uint8)
+    gx, gy = grad(module.half_square_of_product)(ten, ten)
+    assert gx.dtype == np.float64 and float(gx[0]) == 1000.0 and float(gy[0]) == 1000.0
+    _, gk, gj = grad(module.with_numbers)(np.array([1.0, 2.0]), 3, 4)
+    assert (type(gk), type(gj), gk, gj) == (float, float, 4.0, 3.0)
+    x = np.array([-1.0, -2.0, 0.5])
+    g = grad(module.half_square_after_a_branch, wrt=0)(x, np.ones(3))
+    assert not np.shares_memory(g, x)
+    np.testing.assert_array_equal(g, x)  # d/dx (sum(y) + sum(x^2) / 2) with sum(x) < 0
+
+
 def test_the_seed_folds_into_constant_factors_of_array_code(tmp_path):
-    # 0.5 * np.sum(r ** 2): the seed times 0.5 is 0.5, times 2 is 1.0, so r's adjoint is r
-    # itself (it was b_f * 0.5, then b * 2 * r: a multiplication of the whole array).
+    # 0.5 * np.sum(r ** 2): the seed times 0.5 is 0.5, times 2 is 1.0 (it was b_f * 0.5,
+    # then b * 2 * r).
     fn = function_from_source(
         tmp_path,
         """
@@ -1127,7 +1165,7 @@ def test_the_seed_folds_into_constant_factors_of_array_code(tmp_path):
         """,
     )
     text = grad(fn).source
-    assert "b_r = r\n" in text, text
+    assert "b_r = 1.0 * r\n" in text, text  # a new float array, not r itself
     rng = np.random.default_rng(0)
     w, X, y = rng.normal(size=3), rng.normal(size=(5, 3)), rng.normal(size=5)
     check_gradient(fn, grad(fn, wrt=(0, 1, 2)), (w, X, y), (0, 1, 2))
