@@ -221,7 +221,8 @@ def _float_facts(core: CoreFunction, body: _Body, passes: tuple[str, ...]) -> Fl
     if "simplify" not in passes:
         return ARRAY_FACTS if core.array_mode else NO_FACTS
     if core.array_mode:
-        return ArrayFacts.of(body.statements, [*core.params, *body.extra_params], core.math_alias)
+        params = [*core.params, *body.extra_params]
+        return ArrayFacts.of(body.statements, params, core.math_alias, core.numpy_alias)
     return FloatFacts.of(body.statements, [*core.params, *body.extra_params], core.math_alias)
 
 

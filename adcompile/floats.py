@@ -28,6 +28,12 @@ FLOAT_FUNCTIONS = frozenset(
         "radians", "degrees",
     }
 )  # fmt: skip
+# NumPy functions whose result is a float (array) for int and bool arguments too.
+NUMPY_FLOAT_FUNCTIONS = frozenset(
+    {"sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "hypot", "sinh", "cosh"}
+    | {"tanh", "arcsinh", "arccosh", "arctanh", "exp", "expm1", "exp2", "log", "log1p"}
+    | {"log2", "log10", "logaddexp", "sqrt", "cbrt", "mean", "var", "std"}
+)
 _SAME_TYPE_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Mod, ast.FloorDiv, ast.Pow)
 MAX_DEPTH = 12
 _UNKNOWN = None  # a store that is not a plain `name = value` (a loop target, unpacking)
@@ -195,11 +201,12 @@ def _is_float_call(func: ast.expr, math_alias: str) -> bool:
 
 
 class ArrayFacts(FloatFacts):
-    """The facts of array code: the unit names, before literal numbers only.
+    """The facts of array code: names holding a float literal, and names surely holding
+    float arrays the function made (a NumPy float function's result, or arithmetic on one).
 
-    ``u * 0.5`` is ``0.5`` (the seed times a rule's constant); ``u * a`` stays, as ``1.0 *
-    a`` is a new float array, and ``a`` one an adjoint may then alias (an input, or an int
-    array whose products overflow)."""
+    ``u * 0.5`` is ``0.5`` (the seed times a rule's constant), and ``1.0 * t`` is ``t`` for
+    such a ``t``; ``1.0 * x`` stays for a parameter ``x`` (or a view of one): it may hold ints,
+    and an adjoint must not be the caller's array."""
 
     def __init__(
         self,
@@ -207,15 +214,19 @@ class ArrayFacts(FloatFacts):
         params: set[str],
         math_alias: str,
         defining: dict[str, ast.Assign],
+        numpy_alias: str = "np",
     ) -> None:
         # Types kept as in scalar code: `1.0 * a` stays (a new float array), where `a` would
         # keep an int array's dtype and be an array an adjoint then aliases (an input).
         super().__init__(stores, params, math_alias, keeps_shapes=True, keeps_types=True)
         self.has_constants = True
         self._defining = defining
+        self.numpy_alias = numpy_alias
 
     @classmethod
-    def of(cls, statements: list[ast.stmt], params: list[str], math_alias: str) -> ArrayFacts:
+    def of(
+        cls, statements: list[ast.stmt], params: list[str], math_alias: str, numpy_alias: str = "np"
+    ) -> ArrayFacts:
         """The facts of a function's statements; ``params`` are its parameters."""
         stores = _stores(statements)
         once = {name for name, values in stores.items() if len(values) == 1} - set(params)
@@ -226,7 +237,7 @@ class ArrayFacts(FloatFacts):
             and stmt.targets[0].__class__ is ast.Name
             and stmt.targets[0].id in once
         }
-        return cls(stores, set(params), math_alias, defining)
+        return cls(stores, set(params), math_alias, defining, numpy_alias)
 
     def constant(self, name: str) -> float | None:
         """The float ``name`` holds, if its one store is a float literal as simplified so
@@ -237,9 +248,18 @@ class ArrayFacts(FloatFacts):
         value = stmt.value.value
         return value if type(value) is float else None
 
-    def is_float(self, node: ast.expr) -> bool:
-        """Whether ``node`` is a float literal."""
-        return node.__class__ is ast.Constant and type(node.value) is float
+    def _expr(self, node: ast.expr, depth: int) -> tuple[bool, bool]:
+        # Arrays: a NumPy function that always gives floats (np.tanh of ints too), and
+        # `a @ b` as other arithmetic (a float if either side is). A parameter is unknown.
+        if node.__class__ is ast.Call:
+            func = node.func
+            numpy_call = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+            return numpy_call and func.value.id == self.numpy_alias and (
+                func.attr in NUMPY_FLOAT_FUNCTIONS
+            ), True
+        if node.__class__ is ast.BinOp and isinstance(node.op, ast.MatMult):
+            return self._any(node.left, node.right, depth)
+        return super()._expr(node, depth)
 
 
 NO_FACTS = FloatFacts({}, set(), "math")  # no units: the simplifier drops no factor

@@ -1150,6 +1150,32 @@ def test_a_folded_seed_keeps_dtypes_and_never_returns_an_input(tmp_path):
     np.testing.assert_array_equal(g, x)  # d/dx (sum(y) + sum(x^2) / 2) with sum(x) < 0
 
 
+def test_a_unit_factor_goes_before_a_float_array_the_function_made(tmp_path):
+    # h = np.tanh(...) holds floats whatever the inputs' dtype: its adjoint in
+    # 0.5 * np.sum(h ** 2) is h itself, with no multiplication of the whole array by 1.0.
+    fn = function_from_source(
+        tmp_path,
+        """
+        import numpy as np
+
+
+        def f(W, x):
+            h = np.tanh(W @ x)
+            return 0.5 * np.sum(h ** 2)
+        """,
+    )
+    g = grad(fn, wrt=(0, 1))
+    assert "b_h = h\n" in g.source, g.source
+    rng = np.random.default_rng(1)
+    W, x = rng.normal(size=(3, 4)), rng.normal(size=4)
+    check_gradient(fn, g, (W, x), (0, 1))
+    Wi, xi = np.array([[1, 0], [2, -1]]), np.array([1, 1])  # ints: float gradients still
+    gW, gx = g(Wi, xi)
+    h = np.tanh(Wi @ xi)
+    np.testing.assert_allclose(gW, np.outer(h * (1.0 - h * h), xi), rtol=1e-15)
+    assert gW.dtype == np.float64 and gx.dtype == np.float64
+
+
 def test_the_seed_folds_into_constant_factors_of_array_code(tmp_path):
     # 0.5 * np.sum(r ** 2): the seed times 0.5 is 0.5, times 2 is 1.0 (it was b_f * 0.5,
     # then b * 2 * r).
