@@ -188,15 +188,20 @@ def _refuse_arrays_in_number_code(
     """Raise TypeError if reverse-mode code compiled for numbers gets arrays: it adds
     adjoints in place (``b_x += ...``, which would change the caller's cotangent) and never
     sums a broadcast adjoint back to its argument's shape."""
-    if generated.adcompile_array_code or not any(getattr(a, "ndim", 0) > 0 for a in args):
+    if generated.adcompile_array_code or not _has_arrays(args):
         return
     name = getattr(fn, "__name__", "the function")
     raise TypeError(
         f"{what} of {name} was called with NumPy arrays, but {name} never mentions NumPy "
         "or array syntax, so adcompile compiled it for numbers; call it with numbers, use "
-        f"{what if what == 'jacobian' else 'jacobian'}(..., mode='forward'), or write "
-        f"{name} with NumPy (np.multiply(x, y), ...) to differentiate it over arrays"
+        f"jacobian(..., mode='forward'), or write {name} with NumPy (np.multiply(x, y), "
+        "...) to differentiate it over arrays"
     )
+
+
+def _has_arrays(args: tuple) -> bool:
+    """Whether any argument is an array of one dimension or more."""
+    return any(getattr(a, "ndim", 0) > 0 for a in args)
 
 
 def _not_sharing(result: Any, inputs: tuple) -> Any:
@@ -291,8 +296,7 @@ def jacobian(fn: Callable[..., Any], wrt: Wrt = None, mode: str = "reverse") -> 
             _refuse_arrays_in_number_code(fn, generated, args, "jacobian")
         # Code compiled for numbers, called with arrays, runs elementwise in forward mode:
         # its rows are array Jacobians too (one unit tangent per element, not per argument).
-        arrays_here = arrays or any(getattr(a, "ndim", 0) > 0 for a in args)
-        if arrays_here and mode == "forward":
+        if mode == "forward" and (arrays or _has_arrays(args)):
             partials = _array_jacobian_forward(generated, args, choice.names, params)
             if outputs is not None:  # one row per output element
                 partials = [tuple(p[i] for p in partials) for i in range(outputs)]

@@ -62,7 +62,9 @@ class FloatFacts:
         # Scalar gradients: `1.0 * e` stays unless `e` is surely a float (partials of int
         # inputs are floats). Arrays take their input's dtype back in `unbroadcast`.
         self.keeps_types = keeps_types
-        self.has_constants = False  # names read as the number they hold (ArrayFacts)
+        # Whether `constant` may know a name (ArrayFacts): asked first, as simplify meets
+        # every name of the generated code.
+        self.has_constants = False
         self._params = params
         self.math_alias = math_alias
         self.units = frozenset(_units(stores, params))
@@ -214,7 +216,7 @@ class ArrayFacts(FloatFacts):
         params: set[str],
         math_alias: str,
         defining: dict[str, ast.Assign],
-        numpy_alias: str = "np",
+        numpy_alias: str,
     ) -> None:
         # Types kept as in scalar code: `1.0 * a` stays (a new float array), where `a` would
         # keep an int array's dtype and be an array an adjoint then aliases (an input).
@@ -224,8 +226,8 @@ class ArrayFacts(FloatFacts):
         self.numpy_alias = numpy_alias
 
     @classmethod
-    def of(
-        cls, statements: list[ast.stmt], params: list[str], math_alias: str, numpy_alias: str = "np"
+    def of(  # type: ignore[override]  # array code also names its NumPy alias
+        cls, statements: list[ast.stmt], params: list[str], math_alias: str, numpy_alias: str
     ) -> ArrayFacts:
         """The facts of a function's statements; ``params`` are its parameters."""
         stores = _stores(statements)

@@ -167,10 +167,12 @@ def _simplify_binop(node: ast.BinOp, facts: FloatFacts) -> ast.expr:
         return ast.Constant(value=1.0)
     if op is ast.Mult and facts.keeps_types:  # a float factor makes the product a float
         # The cheap test first: asking whether a factor is a float may follow definitions.
-        if _without_float_unit(right) is not right and facts.is_float(left):
-            node.right = right = _without_float_unit(right)
-        if _without_float_unit(left) is not left and facts.is_float(right):
-            node.left = left = _without_float_unit(left)
+        stripped = _without_float_unit(right)
+        if stripped is not right and facts.is_float(left):
+            node.right = right = stripped
+        stripped = _without_float_unit(left)
+        if stripped is not left and facts.is_float(right):
+            node.left = left = stripped
     if op is ast.Mult and a == 1 and _keeps_type(a, right, facts):
         return right
     if (op is ast.Mult or op is ast.Pow) and b == 1 and _keeps_type(b, left, facts):

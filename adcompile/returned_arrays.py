@@ -107,28 +107,21 @@ class _Origins:
             return self._origin(name, value.value, depth + 1)
         if not isinstance(value, ast.Call):
             return None
-        method = value.func if isinstance(value.func, ast.Attribute) else None
-        if method is not None and not _names(method.value, self.np):
-            # x.reshape(3), x.transpose(): x, or a view of it; other methods are unknown
-            return self._origin(name, method.value, depth + 1) if method.attr in SHARING else None
-        if not value.args:
-            return None
-        func, first = value.func, value.args[0]
+        func = value.func
         if isinstance(func, ast.Name):
-            if func.id == self.unbroadcast:  # its argument, or a new array
-                return self._origin(name, first, depth + 1)
+            if func.id == self.unbroadcast and value.args:  # its argument, or a new array
+                return self._origin(name, value.args[0], depth + 1)
             return name if func.id in self.allocating else None
-        owner = func.value if isinstance(func, ast.Attribute) else None
-        if not (isinstance(owner, ast.Name) and owner.id == self.np):
+        if not isinstance(func, ast.Attribute):
+            return None
+        if not (isinstance(func.value, ast.Name) and func.value.id == self.np):
+            # x.reshape(3), x.transpose(): x, or a view of it; other methods are unknown
+            return self._origin(name, func.value, depth + 1) if func.attr in SHARING else None
+        if not value.args:
             return None
         if may_share(func.attr, value):  # np.reshape(a, ...), np.asarray(a): a, or a view
             return self._origin(name, shared_argument(value), depth + 1)
         return name  # np.full, np.where, np.cos...: a new array
-
-
-def _names(node: ast.expr, name: str) -> bool:
-    """Whether ``node`` is the name ``name``."""
-    return isinstance(node, ast.Name) and node.id == name
 
 
 def _copy(name: str, numpy_alias: str, like: ast.stmt) -> ast.stmt:

@@ -1098,13 +1098,28 @@ def draw_like(rng: np.random.Generator, shape: tuple[int, ...]) -> Any:
     return rng.standard_normal() if shape == () else rng.standard_normal(shape)
 
 
-def check_case(rule: Rule, case: Case, seed: int = 0) -> None:
-    """Check ``rule``'s template on ``case``: vector-Jacobian products, shapes, no mutation."""
-    where = f"rule {rule_id(rule)}, case {case.label}"
+def checked_arguments(case: Case, args: Sequence[Any]) -> tuple[int, ...]:
+    """The arguments a check moves: the case's ``wrt``, else every float one."""
+    if case.wrt is not None:
+        return case.wrt
+    return tuple(i for i, a in enumerate(args) if np.asarray(a).dtype.kind == "f")
+
+
+def case_point(
+    rule: Rule, case: Case, seed: int
+) -> tuple[np.random.Generator, list[Any], dict[str, object], Any]:
+    """A case's arguments drawn with ``seed``, its statics and the primal's result, with the
+    generator for further draws (the same point for every check of the case)."""
     rng = np.random.default_rng(seed)
     args = case.arguments(rng)
     statics = dict(case.statics)
-    result = call_primal(rule, args, statics)
+    return rng, args, statics, call_primal(rule, args, statics)
+
+
+def check_case(rule: Rule, case: Case, seed: int = 0) -> None:
+    """Check ``rule``'s template on ``case``: vector-Jacobian products, shapes, no mutation."""
+    where = f"rule {rule_id(rule)}, case {case.label}"
+    rng, args, statics, result = case_point(rule, case, seed)
     g = draw_like(rng, np.shape(result))
     before = copy.deepcopy((args, result, g, statics))
 
@@ -1112,9 +1127,7 @@ def check_case(rule: Rule, case: Case, seed: int = 0) -> None:
 
     assert same_value(before, (args, result, g, statics)), f"{where}: the template mutated an input"
     assert len(adjoints) == len(args), f"{where}: {len(adjoints)} adjoints for {len(args)} args"
-    wrt = case.wrt
-    if wrt is None:
-        wrt = tuple(i for i, a in enumerate(args) if np.asarray(a).dtype.kind == "f")
+    wrt = checked_arguments(case, args)
     scale = 1.0 + float(np.sum(np.abs(np.multiply(g, result))))
     for i, (arg, adjoint) in enumerate(zip(args, adjoints, strict=True)):
         if adjoint is not None:

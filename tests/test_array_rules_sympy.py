@@ -47,6 +47,8 @@ from .test_array_rules import (
     _case_params,
     call_primal,
     call_template,
+    case_point,
+    checked_arguments,
     draw_like,
     is_elementwise,
     rule_id,
@@ -222,20 +224,13 @@ def run_symbolically(rule: Rule, args: Sequence[Any], statics: Mapping[str, obje
     return counterpart(*args, **statics)
 
 
-def differentiated(case: Case, args: Sequence[Any]) -> tuple[int, ...]:
-    """The arguments the case checks: those it names, else every float one."""
-    if case.wrt is not None:
-        return case.wrt
-    return tuple(i for i, a in enumerate(args) if np.asarray(a).dtype.kind == "f")
-
-
 def exact_adjoints(
     rule: Rule, case: Case, args: Sequence[Any], g: Any
 ) -> dict[int, np.ndarray | float]:
     """``d <g, f(args)> / d args[i]`` for each checked ``i``, exact, at the case's point."""
     import sympy
 
-    wrt = differentiated(case, args)
+    wrt = checked_arguments(case, args)
     symbolic = [symbols_like(a, f"a{i}") if i in wrt else a for i, a in enumerate(args)]
     value = run_symbolically(rule, symbolic, dict(case.statics))
     pairing = sympy.Add(*np.ravel(np.multiply(np.asarray(g, dtype=object), value)).tolist())
@@ -256,10 +251,7 @@ def exact_adjoints(
 def check_against_sympy(rule: Rule, case: Case, seed: int = 0) -> None:
     """The template's adjoints on ``case`` equal SymPy's exact ones to ``RTOL``."""
     where = f"rule {rule_id(rule)}, case {case.label}"
-    rng = np.random.default_rng(seed)
-    args = case.arguments(rng)
-    statics = dict(case.statics)
-    result = call_primal(rule, args, statics)
+    rng, args, statics, result = case_point(rule, case, seed)
     g = draw_like(rng, np.shape(result))
     adjoints = call_template(rule, args, result, g, statics)
     try:
@@ -315,11 +307,8 @@ def check_tangent_against_sympy(
     """Each argument's tangent term on ``case`` equals SymPy's exact rate of change."""
     where = f"tangent of {rule_id(rule)}, case {case.label}"
     template = template or array_tangent_template(rule)
-    rng = np.random.default_rng(seed)
-    args = case.arguments(rng)
-    statics = dict(case.statics)
-    result = call_primal(rule, args, statics)
-    wrt = differentiated(case, args)
+    rng, args, statics, result = case_point(rule, case, seed)
+    wrt = checked_arguments(case, args)
     for i in wrt:
         d = draw_like(rng, np.shape(args[i]))
         try:

@@ -40,6 +40,8 @@ from tests.test_array_rules import (
     STEP,
     Case,
     call_primal,
+    case_point,
+    checked_arguments,
     draw_like,
     rule_id,
 )
@@ -98,13 +100,6 @@ def tangent_difference(
     return (shifted(STEP) - shifted(-STEP)) / (2 * STEP)
 
 
-def checked_arguments(case: Case, args: Sequence[Any]) -> tuple[int, ...]:
-    """The arguments the finite differences move: the case's ``wrt``, else the float ones."""
-    if case.wrt is not None:
-        return case.wrt
-    return tuple(i for i, a in enumerate(args) if np.asarray(a).dtype.kind == "f")
-
-
 def term_of(
     rule: Rule, template: Template, i: int, args: list[Any], result: Any, d: Any, statics: dict
 ) -> Any:
@@ -128,10 +123,7 @@ def check_tangent_case(
     With ``shapes``, check instead that each term has the shape of the result.
     """
     where = f"rule {rule_id(rule)}, case {case.label}"
-    rng = np.random.default_rng(seed)
-    args = case.arguments(rng)
-    statics = dict(case.statics)
-    result = call_primal(rule, args, statics)
+    rng, args, statics, result = case_point(rule, case, seed)
     scale = 1.0 + float(np.max(np.abs(result), initial=0.0))  # initial: an empty result
     for i in checked_arguments(case, args):
         for _ in range(DIRECTIONS):
