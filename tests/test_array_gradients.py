@@ -1336,6 +1336,41 @@ def test_an_int_array_to_an_int_power_with_zeros(tmp_path: Path) -> None:
         np.testing.assert_allclose(dn, [np.log(2.0), 0.0, 9.0 * np.log(3.0)])
 
 
+def test_an_int_input_gets_a_float_zero_gradient(tmp_path: Path) -> None:
+    """Where the branch that reads ``x`` is not taken, ``x``'s gradient is the zero adjoint
+    ``np.zeros_like(x)``: an int64 array (or ``np.int64(0)`` for an int number) broke the
+    float-partials contract that the taken branch keeps. Float32 stays float32."""
+    fn = function_from_source(
+        tmp_path,
+        """
+        import numpy as np
+
+
+        def f(x, y, c):
+            if c > 0.0:
+                x = y * 2.0
+            return np.sum(x * y)
+        """,
+    )
+    y = np.array([3.0, 4.0])
+    cases = [
+        (np.array([1, 2]), y, np.float64),
+        (np.array([True, False]), y, np.float64),
+        (3, y, np.float64),
+        (np.array([1.0, 2.0], dtype=np.float32), y.astype(np.float32), np.float32),
+    ]
+    for x, y_in, dtype in cases:
+        for c in (1.0, -1.0):
+            for optimize in (True, False):
+                dx, dy = grad(fn, wrt=(0, 1), optimize=optimize)(x, y_in, c)
+                taken = np.sum(y_in) if np.ndim(x) == 0 else y_in  # d/dx sum(x * y)
+                expected = np.zeros(np.shape(x)) if c > 0.0 else taken
+                np.testing.assert_array_equal(dx, expected)
+                np.testing.assert_array_equal(dy, 4.0 * y_in if c > 0.0 else x + 0.0 * y_in)
+                assert dx.dtype == dtype, (x, c, optimize, dx.dtype)
+                assert np.shape(dx) == np.shape(x)
+
+
 def test_indexing_a_pick_of_two_parameters_reads_the_one_picked(tmp_path: Path) -> None:
     """`M = A if c else B; M[0]` always read B[0] (the second arm's alias of the parameter
     won), and so did every `for M in (A, B): ... M[0]`: wrong values and gradients."""

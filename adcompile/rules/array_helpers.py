@@ -15,8 +15,8 @@ def unbroadcast(g, x):
     if isinstance(g, float) and isinstance(x, float):
         return g  # two numbers (np.float64 is a float): nothing was broadcast
     try:
-        if g.shape == x.shape and g.dtype == x.dtype:
-            return g  # the common case: two arrays, nothing was broadcast
+        if g.shape == x.shape and g.dtype == x.dtype and g.dtype.kind == "f":
+            return g  # the common case: two float arrays, nothing was broadcast
     except AttributeError:  # a Python number on either side
         pass
     shape, dtype = np.shape(x), getattr(x, "dtype", None)
@@ -31,6 +31,8 @@ def unbroadcast(g, x):
         g = g + np.zeros(shape)
     if dtype is not None and dtype.kind == "f" and getattr(g, "dtype", dtype) != dtype:
         g = np.asarray(g, dtype=dtype)
+    elif np.asarray(g).dtype.kind in "biu":
+        g = np.asarray(g, dtype=float)  # an int input's zero gradient: partials are floats
     if not shape and isinstance(g, np.ndarray):
         g = g[()]  # a number's gradient is a number
     return g
