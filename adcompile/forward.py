@@ -108,14 +108,20 @@ class TangentSweep:
                 value: ast.expr = self._leaf_tangent(source.name, direction)
             elif isinstance(source, Var) and direction.activity.active(source.name):
                 value = ast.Name(id=direction.tangent(source.name), ctx=ast.Load())
-            elif isinstance(source, Var) and self.fn.array_mode:
+            elif isinstance(source, Var) and self.fn.array_mode and not self._scalar(source):
                 # A constant array entering a loop that varies it: zeros of its shape
-                # (a scalar zero would not do for ``W @ d_h``).
+                # (a scalar zero would not do for ``W @ d_h``). A number's zero stays a
+                # Python float: np.zeros_like(0.0) is a float64 array that turns float32
+                # tangents into float64 ones.
                 value = _zeros_like(self.fn, atom_expr(source))
             else:  # a constant on this path (or a variable this path never bound)
                 value = ast.Constant(value=0.0)
             out.append(assign(direction.tangent(stmt.target), value, stmt.line, TANGENT))
         return out
+
+    def _scalar(self, atom: Var) -> bool:
+        """Whether ``atom`` surely holds a number (``shapes.py``), not an array."""
+        return self.shapes is not None and self.shapes.is_scalar(atom)
 
     def _apply(self, stmt: Apply) -> list[ast.stmt]:
         if stmt.forward:  # a user rule: the callee's inlined body computes the value

@@ -61,6 +61,8 @@ def shape_facts(fn: CoreFunction) -> ShapeFacts:
             continue
         if isinstance(stmt, Copy) and stmt.render is None and isinstance(stmt.source, Var):
             _same_as(facts, stmt.target, stmt.source)
+        elif isinstance(stmt, Copy) and _is_number(stmt.source):
+            facts.scalars.add(stmt.target)  # s = 0.0
         elif isinstance(stmt, Apply) and not stmt.forward:
             if getattr(stmt.rule.primal, "adcompile_helper", None) == "unbroadcast":
                 _shaped_as(facts, stmt.target, stmt.args[1])  # a generated gradient read back
@@ -69,6 +71,10 @@ def shape_facts(fn: CoreFunction) -> ShapeFacts:
             elif _gives_a_scalar(stmt, REDUCTIONS):
                 facts.scalars.add(stmt.target)
     return facts
+
+
+def _is_number(atom: Atom) -> bool:
+    return isinstance(atom, Const) and atom.value is not None
 
 
 def _shaped_as(facts: ShapeFacts, target: str, like: Atom) -> None:

@@ -29,10 +29,33 @@ def fold_static_tests(expr: ast.expr) -> ast.expr:
 class _StaticTests(ast.NodeTransformer):
     def visit_IfExp(self, node: ast.IfExp) -> ast.expr:
         node = self.generic_visit(node)
+        node.test = _without_literal_operands(node.test)
         decided = literal_truth(node.test)
         if decided is None:
             return node
         return node.body if decided else node.orelse
+
+
+def _without_literal_operands(test: ast.expr) -> ast.expr:
+    """A test's ``and``/``or`` without the literal operands that cannot decide it.
+
+    ``1 is None or keepdims`` (a literal axis, a computed keepdims) is ``keepdims`` as a
+    test: only its truth counts, and a template's static arguments are pure reads. Left in,
+    ``1 is None`` is also a SyntaxWarning when the generated code is compiled.
+    """
+    if not isinstance(test, ast.BoolOp):
+        return test
+    deciding = isinstance(test.op, ast.Or)  # the truth that decides the whole test
+    kept = []
+    for operand in test.values:
+        truth = literal_truth(operand)
+        if truth is None:
+            kept.append(operand)
+        elif truth is deciding:
+            return ast.Constant(value=deciding)
+    if not kept:
+        return ast.Constant(value=not deciding)
+    return kept[0] if len(kept) == 1 else ast.BoolOp(op=test.op, values=kept)
 
 
 _UNDECIDED = object()

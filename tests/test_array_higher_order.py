@@ -279,6 +279,32 @@ def test_hessian_of_float32_code_stays_float32() -> None:
     np.testing.assert_allclose(h, np.diag(2 * np.cos(x) - x * np.sin(x)), rtol=1e-5, atol=1e-6)
 
 
+def running_sine_product(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + np.sin(x[i]) * x[i - 1]
+    return s
+
+
+def test_hessian_of_float32_code_with_a_loop_stays_float32() -> None:
+    """A loop's Hessian takes tangents of the jvp, whose ``s = 0.0`` got the zero tangent
+    ``np.zeros_like(0.0)``: a float64 array that made every float32 tangent float64."""
+    x = np.array([0.1, 0.5, -0.3, 0.7], dtype=np.float32)
+    _, slope = adcompile.jvp(running_sine_product, (x,), (np.ones_like(x),))
+    assert slope.dtype == np.float32
+    h = hessian(running_sine_product)(x)
+    assert h.dtype == np.float32
+    expected = hessian(running_sine_product)(x.astype(np.float64))
+    np.testing.assert_allclose(h, expected, rtol=1e-5, atol=1e-6)
+    n = len(x)  # closed form: -sin(x_i) x_(i-1) on the diagonal, cos(x_i) cos(x_(i-1)) off it
+    closed = np.diag(-np.sin(x.astype(np.float64)) * np.roll(x, 1))
+    for i in range(n):
+        j = (i - 1) % n
+        closed[i, j] += np.cos(float(x[i]))
+        closed[j, i] += np.cos(float(x[i]))
+    np.testing.assert_allclose(expected, closed, rtol=1e-12)
+
+
 def test_jvp_of_a_generated_gradient_names_stay_fresh() -> None:
     def f(x, unbroadcast, b_x):
         return np.sum(x * unbroadcast * b_x)
