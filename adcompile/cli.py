@@ -347,7 +347,10 @@ def _compare(
 
     if points is None or not _has_nan(points):  # SymPy's comparisons refuse nan; mpmath's not
         try:
-            return compare_source_with_sympy(fs, gradient, points=points, wrt=wrt), "SymPy"
+            report = compare_source_with_sympy(
+                fs, gradient, points=points, wrt=wrt, primal=_primal(fs)
+            )
+            return report, "SymPy"
         except UnsupportedSyntaxError:  # loops, calls with keywords...: SymPy cannot follow
             if points is None:
                 raise UsageError(

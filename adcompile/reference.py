@@ -32,6 +32,8 @@ from typing import Any
 import mpmath
 from mpmath import libmp
 
+from .report import CheckReport, CheckRow, agrees, as_tuple
+
 Real = Any  # a float, an int or an mpmath number
 Wrt = int | str | Sequence[int | str] | None
 
@@ -513,87 +515,6 @@ def resolve_wrt(params: Sequence[str], wrt: Wrt, function_name: str) -> tuple[li
     return list(choice.names), choice.bare
 
 
-@dataclass(frozen=True)
-class MpCheckRow:
-    """One partial at one point: the mpmath reference and the compiled value."""
-
-    param: str
-    point: dict[str, object]
-    expected: float
-    got: float
-    ok: bool
-
-    @property
-    def rel_err(self) -> float:
-        """|got - expected| relative to |expected| (absolute when expected is 0)."""
-        if self.expected == self.got or (math.isnan(self.expected) and math.isnan(self.got)):
-            return 0.0
-        error = abs(self.got - self.expected)
-        return error / abs(self.expected) if self.expected != 0 else error
-
-
-@dataclass
-class MpReport:
-    """Every compared partial of one function."""
-
-    function: str
-    rtol: float
-    atol: float
-    rows: list[MpCheckRow] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """True when there was something to compare and every partial agrees."""
-        return bool(self.rows) and all(row.ok for row in self.rows)
-
-    def table(self) -> str:
-        """A summary line and an aligned table: parameter | point | expected | got | rel.err."""
-        bad = sum(not row.ok for row in self.rows)
-        summary = (
-            f"{self.function}: {bad} of {len(self.rows)} partials differ from the mpmath "
-            f"reference (rtol={self.rtol:g}, atol={self.atol:g})"
-        )
-        header = ("parameter", "point", "expected", "got", "rel.err", "status")
-        body = [
-            (
-                row.param,
-                ", ".join(f"{k}={v!r}" for k, v in row.point.items()),
-                repr(row.expected),
-                repr(row.got),
-                f"{row.rel_err:.1e}",
-                "ok" if row.ok else "MISMATCH",
-            )
-            for row in self.rows
-        ]
-        return summary + "\n" + _align([header, *body])
-
-
-def _align(rows: list[tuple[str, ...]]) -> str:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = [
-        " | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
-    return "\n".join([lines[0], "-+-".join("-" * w for w in widths), *lines[1:]])
-
-
-def agrees(expected: float, got: float, rtol: float, atol: float) -> bool:
-    """Closeness with nan matching only nan and infinities matching only themselves."""
-    if math.isnan(expected) or math.isnan(got):
-        return math.isnan(expected) and math.isnan(got)
-    if math.isinf(expected) or math.isinf(got):
-        return expected == got
-    return abs(got - expected) <= atol + rtol * abs(expected)
-
-
-def _as_tuple(result: object, bare: bool, count: int) -> tuple[float, ...]:
-    values = (result,) if bare else result
-    if not isinstance(values, tuple | list) or len(values) != count:
-        shape = "a single value" if bare else f"a tuple of {count}"
-        raise AssertionError(f"the compiled gradient returned {result!r}; expected {shape}")
-    return tuple(float(v) for v in values)
-
-
 def compare_with_mp(
     fn: Callable[..., Any],
     points: Iterable[Mapping[str, object]],
@@ -603,7 +524,7 @@ def compare_with_mp(
     *,
     gradient: Callable[..., Any] | None = None,
     dps: int = DEFAULT_DPS,
-) -> MpReport:
+) -> CheckReport:
     """Compare ``gradient`` (default ``adcompile.grad(fn, wrt=wrt)``) with the mpmath reference."""
     names, bare = resolve_wrt(positional_params(fn), wrt, fn.__name__)
     if gradient is None:
@@ -611,14 +532,14 @@ def compare_with_mp(
 
         gradient = adcompile.grad(fn, wrt=wrt)
     shimmed = mp_function(fn)
-    report = MpReport(fn.__name__, rtol, atol)
+    report = CheckReport(fn.__name__, rtol, atol, reference="the mpmath reference")
     for point in points:
         args = complete_point(fn, point)
-        got = _as_tuple(gradient(*args.values()), bare, len(names))
+        got = as_tuple(gradient(*args.values()), bare, len(names))
         expected = _shimmed_gradient(shimmed, args, names, dps)
         for name, value in zip(names, got, strict=True):
             ok = agrees(expected[name], value, rtol, atol)
-            report.rows.append(MpCheckRow(name, dict(point), expected[name], value, ok))
+            report.rows.append(CheckRow(name, dict(point), expected[name], value, ok))
     return report
 
 
@@ -631,7 +552,7 @@ def assert_grad_matches_mp(
     *,
     gradient: Callable[..., Any] | None = None,
     dps: int = DEFAULT_DPS,
-) -> MpReport:
+) -> CheckReport:
     """Raise AssertionError with a table unless the compiled gradient matches mpmath."""
     report = compare_with_mp(fn, points, wrt, rtol, atol, gradient=gradient, dps=dps)
     if not report.ok:

@@ -520,7 +520,8 @@ class _Executor:
     def _condition(self, node: ast.expr, env: dict[str, Any]) -> sympy.Basic:
         """Evaluate a test: a SymPy boolean, or a number compared with 0 as Python does."""
         value = self.expr(node, env)
-        if isinstance(value, self.sp.logic.boolalg.Boolean):
+        # A SymPy Symbol is a Boolean too (a proposition), so ``x`` itself must be tested.
+        if isinstance(value, self.sp.logic.boolalg.Boolean) and not isinstance(value, self.sp.Expr):
             return value
         return self.sp.Ne(self._scalar(value, node), 0)
 
@@ -644,10 +645,13 @@ def evaluate(expr: sympy.Basic, subs: Mapping[sympy.Symbol, sympy.Expr]) -> floa
 
     # evalf(subs=...) raises the working precision where cancellation needs it (exp(x) - 1
     # near 0), which substituting first and evaluating afterwards would not.
-    value = expr.evalf(DIGITS, subs=dict(subs))
-    if not isinstance(value, sp.Number) and value.free_symbols:
-        # Some conditions (Piecewise, Heaviside) only resolve once the values are in place.
-        value = expr.xreplace(dict(subs)).evalf(DIGITS)
+    try:
+        value = expr.evalf(DIGITS, subs=dict(subs))
+        if not isinstance(value, sp.Number) and value.free_symbols:
+            # Some conditions (Piecewise, Heaviside) only resolve once the values are in place.
+            value = expr.xreplace(dict(subs)).evalf(DIGITS)
+    except ZeroDivisionError:  # evalf of 0/0 at a Float zero (y*x**y/x at x = 0.0)
+        return math.nan
     return _to_float(value)
 
 

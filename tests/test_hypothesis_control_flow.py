@@ -44,7 +44,8 @@ from hypothesis import HealthCheck, event, given, note, reject, settings
 from hypothesis import strategies as st
 
 from adcompile import grad
-from adcompile.reference import MpCheckRow, MpReport, agrees, reference_gradient_mp
+from adcompile.reference import reference_gradient_mp
+from adcompile.report import CheckReport, CheckRow, agrees
 from tests.helpers import check_int_inputs, function_from_source
 
 EXAMPLES = int(os.environ.get("ADCOMPILE_HYPOTHESIS_EXAMPLES", "200"))
@@ -812,14 +813,14 @@ def compare(
     gradient: Callable[..., tuple[float, ...]],
     floats: tuple[str, ...],
     checks: list[tuple[dict[str, Any], dict[str, float]]],
-) -> MpReport:
+) -> CheckReport:
     """The compiled gradient against the mpmath reference at each checked point."""
-    report = MpReport("f", RTOL, ATOL)
+    report = CheckReport("f", RTOL, ATOL, reference="the mpmath reference")
     for point, expected in checks:
         got = stably(partial(gradient, **point), f"the compiled gradient at {point}")
         for name, value in zip(floats, got, strict=True):
             ok = agrees(expected[name], float(value), RTOL, ATOL)
-            report.rows.append(MpCheckRow(name, point, expected[name], float(value), ok))
+            report.rows.append(CheckRow(name, point, expected[name], float(value), ok))
     return report
 
 

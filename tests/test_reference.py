@@ -24,15 +24,15 @@ import pytest
 
 import adcompile
 import tests.corpus.control_flow_helpers as cfh
-from adcompile import reference
+from adcompile import reference, report
 from adcompile.reference import (
     MP_MATH,
-    MpReport,
     assert_grad_matches_mp,
     compare_with_mp,
     mp_function,
     reference_gradient_mp,
 )
+from adcompile.report import CheckReport
 from tests.corpus.control_flow import even_power, odd_power, power_recursive
 from tests.corpus.control_flow_helpers import gaussian, soft_clip
 
@@ -520,7 +520,16 @@ POINTS = [{"x": 0.5, "y": 0.8}, {"x": -1.2, "y": 0.3}]
 
 def test_matching_gradient_passes_and_reports() -> None:
     report = assert_grad_matches_mp(calls_helper_twice, POINTS, gradient=grad_pair)
-    assert isinstance(report, MpReport) and report.ok and len(report.rows) == 4
+    assert isinstance(report, CheckReport) and report.ok and len(report.rows) == 4
+    assert report.table().startswith(
+        "calls_helper_twice: all 4 partials match the mpmath reference (rtol=1e-08"
+    )
+
+
+def test_no_points_is_not_a_pass() -> None:
+    """It read "0 of 0 partials differ" (and SymPy's report the same) while failing."""
+    with pytest.raises(AssertionError, match="no partials compared"):
+        assert_grad_matches_mp(calls_helper_twice, [], gradient=grad_pair)
 
 
 def test_mismatch_raises_a_table() -> None:
@@ -594,11 +603,21 @@ def test_module_level_imports_are_stdlib_and_mpmath_only() -> None:
     for stmt in tree.body:
         if isinstance(stmt, ast.Import):
             modules |= {alias.name.partition(".")[0] for alias in stmt.names}
+        elif isinstance(stmt, ast.ImportFrom) and stmt.level:
+            # Only the report's table (a leaf module of the standard library alone).
+            assert stmt.module == "report", "reference.py must not import the compiler"
         elif isinstance(stmt, ast.ImportFrom):
-            assert stmt.level == 0, "reference.py must not import the compiler at module level"
             modules.add((stmt.module or "").partition(".")[0])
     third_party = {name for name in modules if name not in sys.stdlib_module_names}
     assert third_party == {"mpmath"}
+    report_tree = ast.parse(Path(report.__file__).read_text(encoding="utf-8"))
+    imported = {
+        (stmt.module or "").partition(".")[0] if isinstance(stmt, ast.ImportFrom) else alias
+        for stmt in report_tree.body
+        if isinstance(stmt, ast.Import | ast.ImportFrom)
+        for alias in ([a.name for a in stmt.names] if isinstance(stmt, ast.Import) else [None])
+    }
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}
 
 
 def test_does_not_import_sympy() -> None:

@@ -36,6 +36,7 @@ from adcompile.testing import (
     compare_source_with_sympy,
     compare_with_sympy,
 )
+from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 X, Y, Z = sp.symbols("x y z", real=True)
@@ -581,10 +582,72 @@ def test_checker_of_a_compiled_gradient_of_static_source(tmp_path: Path) -> None
 
 
 def test_checker_with_the_real_compiler() -> None:
-    if not hasattr(adcompile, "grad"):
-        pytest.skip("adcompile.grad is not available yet")
     assert_grad_matches_sympy(rule_arities_only)
     assert_grad_matches_sympy(rule_arities_only, wrt="y")
+
+
+def scaled_where_nonzero(x, y):
+    return x * y if x else y
+
+
+def scaled_in_a_branch(x, y):
+    if x:
+        return x * y
+    return y
+
+
+def scaled_where_both(x, y):
+    return x * y if x and y > 0 else y
+
+
+@pytest.mark.parametrize("fn", [scaled_where_nonzero, scaled_in_a_branch, scaled_where_both])
+def test_a_number_as_a_test_is_compared_with_zero(fn) -> None:
+    """A SymPy Symbol is a Boolean, so ``x`` as a test went into Piecewise as it was:
+    SymPy raised "Second argument must be a Boolean, not Float" at every point."""
+    assert str(symbolic_function(fn).expr).count("Ne(x, 0)") == 1
+    points = [(1.5, 2.0), (-0.5, 3.0), (0.0, 2.0), (0, 2), (2.0, -1.0)]
+    report = assert_grad_matches_sympy(fn, points=points)
+    assert len(report.rows) == 2 * len(points)
+    assert_grad_matches_sympy(fn)  # sampled points too
+
+
+def power(x, y):
+    return x**y
+
+
+@pytest.mark.parametrize("x", [0.0, 0])
+def test_partials_sympy_cannot_evaluate_come_from_one_sided_derivatives(x) -> None:
+    """SymPy writes d/dx x**y as y*x**y/x and d/dy as x**y*log(x): 0/0 and 0*log(0) at
+    x = 0, where both partials are 0. The check raised ZeroDivisionError (a float 0) or
+    reported false mismatches against nan and -inf."""
+    report = assert_grad_matches_sympy(power, points=[(x, 2.0)])
+    assert [row.expected for row in report.rows] == pytest.approx([0.0, 0.0], abs=1e-30)
+    assert len(report.notes) == 2 and "one-sided derivatives agree" in report.table()
+    # A wrong gradient at that point is still caught.
+    wrong = compare_source_with_sympy(power, lambda x, y: (1.0, 0.0), points=[(x, 2.0)])
+    assert [row.ok for row in wrong.rows] == [False, True]
+
+
+def root_of_abs(x):
+    return math.sqrt(abs(x))
+
+
+def test_where_no_derivative_exists_sympy_s_value_stands() -> None:
+    """sqrt(|x|) at 0: the one-sided derivatives are -inf and inf, so the symbolic value
+    (not finite) is kept and no note is made."""
+    report = compare_source_with_sympy(root_of_abs, lambda x: 0.0, points=[(0.0,)])
+    (row,) = report.rows
+    assert not report.notes and not math.isfinite(row.expected) and not row.ok
+
+
+def test_the_cli_check_takes_removable_singularities_from_mpmath(tmp_path: Path) -> None:
+    path = tmp_path / "power.py"
+    path.write_text("def f(x, y):\n    return x ** y\n", encoding="utf-8")
+    for at in ("x=0.0,y=2.0", "x=0,y=2"):
+        result = run_cli("check", f"{path}:f", "--at", at)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "OK: matches SymPy" in result.stdout
+        assert result.stdout.count("one-sided derivatives agree") == 2
 
 
 # --- import hygiene -----------------------------------------------------------------------------
