@@ -639,9 +639,14 @@ class Lowerer(ArrayLowering):
         old_value: Atom | None = None  # the loop variable before the loop, if a merge needs it
         if index:
             kept: Atom = Var(before) if before else Const(None)
-            if before is None or before in self.loop_indices or rebinds:
+            if rebinds:
+                # The header carries the variable's value (and derivative) past the loop and
+                # `for` sets the index before every read: this copy only binds the name, so
+                # it carries nothing (the old value's adjoint would gather every iteration's).
+                entry.append(Copy(index_name, Const(None), stmt.lineno))
+            elif before is None or before in self.loop_indices:
                 # After zero iterations the loop variable keeps its previous value (or none);
-                # with no derivative in it (or a header for it), a copy before the loop does.
+                # with no derivative in it, a copy before the loop does.
                 entry.append(Copy(index_name, kept, stmt.lineno))
             else:
                 old_value = kept

@@ -752,7 +752,28 @@ def _g_count(rule: Rule, wanted: tuple[int, ...]) -> int:
 
 
 def _loads(statements: list[ast.stmt]) -> set[str]:
-    return {name for stmt in statements for name in loads_in(stmt)}
+    """The names the statements read from outside them.
+
+    A ``for`` binds its own targets for its body: an inner loop's reverse sweep,
+    ``for j_3 in reversed(range(n))``, reads ``j_3`` from itself, so an outer loop need not
+    record it (recording it read an unbound name where the inner loop never ran).
+    """
+    names: set[str] = set()
+    for stmt in statements:
+        if isinstance(stmt, ast.For):
+            names.update(loads_in(stmt.iter))
+            names |= _loads(stmt.body) - _target_names_of(stmt.target)
+            names |= _loads(stmt.orelse)
+        elif isinstance(stmt, ast.If | ast.While):
+            names.update(loads_in(stmt.test))
+            names |= _loads(stmt.body) | _loads(stmt.orelse)
+        else:
+            names.update(loads_in(stmt))
+    return names
+
+
+def _target_names_of(target: ast.expr) -> set[str]:
+    return {node.id for node in ast.walk(target) if isinstance(node, ast.Name)}
 
 
 @dataclass

@@ -485,3 +485,22 @@ def test_grad_of_a_tuple_of_partials_says_what_to_do_in_the_users_terms():
             transform(value_and_grad(two_inputs))
     second = grad(grad(two_inputs, wrt="x"), wrt="x")
     assert second(0.5, 2.0) == pytest.approx(4.0 - 4.0 * math.sin(1.0), rel=1e-14)
+
+
+def scaled_by_a_generator_sum(x, n):
+    z = x
+    for _round in range(2):
+        z = z * sum(x * j for j in range(n))
+    return z  # x**3 * S**2, S = n (n - 1) / 2
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_second_derivative_through_a_generator_loop_that_may_not_run(n: int) -> None:
+    """The first-order gradient sets the generator's index to None before its loop; the
+    second-order one recorded that loop's own index in the outer loop and read it unbound
+    where the loop never ran (n = 0)."""
+    s = n * (n - 1) / 2
+    second = grad(grad(scaled_by_a_generator_sum, wrt=0), wrt=0)
+    third = grad(second, wrt=0)
+    assert second(0.7, n) == pytest.approx(6.0 * 0.7 * s * s, rel=1e-14, abs=0.0)
+    assert third(0.7, n) == pytest.approx(6.0 * s * s, rel=1e-14, abs=0.0)

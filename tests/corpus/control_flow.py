@@ -534,6 +534,32 @@ def index_rebound_in_body(x, n):
     return x * i
 
 
+def index_rebound_from_a_varied_value(y, n):
+    # The body reads the index (a range value: no derivative) and rebinds it, so y's
+    # derivative reaches the result only where the loop never runs (n == 0).
+    for y in range(n):
+        y = y * 2.0
+    return y
+
+
+def index_rebound_after_a_varied_value(x, n):
+    y = x * x
+    for y in range(n):
+        y = y + 1.0
+    return y * x
+
+
+def inner_index_bound_before_it(x, n):
+    # The inner loop may run zero times; the outer loop must not record its index.
+    z = x
+    for _round in range(2):
+        j = 0
+        for j in range(n):
+            z = z + x * j
+        z = z * z
+    return z
+
+
 def index_rebound_after_early_return(x, n):
     if x > 1.0:
         return x
@@ -713,6 +739,21 @@ FOR_RANGE = [
         "x",
     ),
     (index_rebound_in_body, [{"x": 0.7, "n": 0}, {"x": -1.2, "n": 2}, {"x": 1.1, "n": 3}], "x"),
+    (
+        index_rebound_from_a_varied_value,
+        [{"y": 0.4, "n": 3}, {"y": -1.2, "n": 0}, {"y": 1.1, "n": 1}],
+        "y",
+    ),
+    (
+        index_rebound_after_a_varied_value,
+        [{"x": 0.7, "n": 3}, {"x": -1.2, "n": 0}, {"x": 1.1, "n": 1}],
+        "x",
+    ),
+    (
+        inner_index_bound_before_it,
+        [{"x": 0.7, "n": 0}, {"x": -0.6, "n": 2}, {"x": 0.3, "n": 3}],
+        "x",
+    ),
     (
         index_rebound_after_early_return,
         [{"x": 0.5, "n": 0}, {"x": -0.4, "n": 2}, {"x": 1.5, "n": 1}],
