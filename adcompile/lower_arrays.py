@@ -88,9 +88,42 @@ def uses_numpy(node: ast.AST, namespace: dict[str, object], local: set[str]) -> 
     """True if a function is array code: it names NumPy, or uses array-only syntax.
 
     Array-only syntax: ``a @ b``, an attribute or method of a local value (``x.T``,
-    ``x.sum()``), or a local indexed by a constant key (``params["W1"]``, ``pair[0]``).
+    ``x.sum()``), or a local indexed by a constant key (``params["W1"]``, ``pair[0]``) other
+    than an item of a module tuple of numbers (``for p in PTS: p[0]``).
     """
-    return _uses_numpy(node, namespace, local, set())
+    if not _uses_numpy(node, namespace, local, set()):
+        return False  # scalar code (the common case) pays for one walk only
+    items = _items_of_number_tuples(node, namespace, local)
+    return not items or _uses_numpy(node, namespace, local - items, set())
+
+
+def _items_of_number_tuples(
+    node: ast.AST, namespace: Mapping[str, object], local: set[str]
+) -> set[str]:
+    """Names bound only as ``for p in PTS`` over a module tuple of numbers (or of tuples of
+    them): ``p[0]`` reads a number of a constant, scalar code as ``PTS[0][0]`` is."""
+    stores: dict[str, int] = {}
+    items: dict[str, int] = {}
+    for child in walk(node):
+        if child.__class__ is ast.Name and child.ctx.__class__ is ast.Store:
+            stores[child.id] = stores.get(child.id, 0) + 1
+        elif (
+            child.__class__ is ast.For
+            and child.target.__class__ is ast.Name
+            and child.iter.__class__ is ast.Name
+            and child.iter.id not in local
+            and _numbers_in_tuples(namespace.get(child.iter.id))
+        ):
+            items[child.target.id] = items.get(child.target.id, 0) + 1
+    return {name for name, count in items.items() if stores.get(name) == count}
+
+
+def _numbers_in_tuples(value: object) -> bool:
+    """A tuple of numbers, or of tuples of them (at any depth)."""
+    return isinstance(value, tuple) and all(
+        (isinstance(v, int | float) and not isinstance(v, bool)) or _numbers_in_tuples(v)
+        for v in value
+    )
 
 
 def _uses_numpy(

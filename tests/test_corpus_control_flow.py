@@ -57,7 +57,7 @@ from tests.corpus.control_flow import (
     sine_map_100,
 )
 from tests.corpus.straight_line import CORPUS as STRAIGHT_LINE
-from tests.helpers import function_from_source, module_from_source
+from tests.helpers import function_from_source, module_from_source, run_cli
 
 Entry = tuple[Callable[..., Any], list[dict[str, Any]], Any]
 
@@ -753,3 +753,53 @@ def test_ninety_eight_nested_ifs_are_refused_clearly(tmp_path: Path) -> None:
     fn = function_from_source(tmp_path, "\n".join(lines) + "\n")
     with pytest.raises(UnsupportedSyntaxError, match="deeper than Python's limit of 100"):
         grad(fn)
+
+
+TUPLE_ITEMS_SOURCE = """
+import math
+
+PTS = ((1.0, 2.0), (0.5, -1.0), (2, 0.25))
+
+
+def indexed_items(x):
+    s = 0.0
+    for p in PTS:
+        s = s + p[0] * x + math.sin(p[1] * x)
+    return s
+
+
+def item_name_also_assigned(x, pair):
+    p = pair
+    s = p[1] * x
+    for p in PTS:
+        s = s + p[0] * x
+    return s
+
+
+def shadowed_tuple(x, PTS):
+    s = 0.0
+    for p in PTS:
+        s = s + p[0] * x
+    return s
+"""
+
+
+def test_an_item_of_a_module_tuple_of_numbers_indexed_stays_scalar(tmp_path: Path) -> None:
+    """``for p in PTS: p[0]`` counted as array syntax (a constant key on a local): the
+    gradient needed NumPy, returned np.float64, and ``adcompile check`` refused it."""
+    module = module_from_source(tmp_path, TUPLE_ITEMS_SOURCE)
+    gradient = grad(module.indexed_items)
+    assert "numpy" not in gradient.source and "unbroadcast" not in gradient.source
+    x = 0.3
+    expected = sum(p0 + p1 * math.cos(p1 * x) for p0, p1 in module.PTS)
+    assert type(gradient(x)) is float
+    assert gradient(x) == pytest.approx(expected, rel=1e-15)
+    path = Path(module.__file__)
+    checked = run_cli("check", f"{path}:indexed_items", "--at", "x=0.3")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    # The name bound to a parameter too, or a parameter shadowing the module's tuple: the
+    # parameter may hold arrays, so the code stays array code.
+    also_assigned = grad(module.item_name_also_assigned, wrt=0)
+    assert "import numpy" in also_assigned.source
+    assert also_assigned(x, (1.0, 4.0)) == pytest.approx(7.5, rel=1e-15)
+    assert "import numpy" in grad(module.shadowed_tuple, wrt=0).source
