@@ -563,11 +563,23 @@ def loop_else(draw: Draw, ctx: Context, scope: Scope) -> list[str]:
 
 
 def for_loop(draw: Draw, ctx: Context, scope: Scope) -> list[str]:
-    """``for i in range(...):`` with a body of 1-3 statements and maybe an else clause."""
+    """``for i in range(...):`` with a body of 1-3 statements and maybe an else clause.
+
+    Sometimes the target is a float's name (a parameter's too): the body reads the index by
+    that name and may rebind it, and after the loop the name holds the last index, what the
+    body left, or (no iteration) the float it held before. It stays a float name only: a
+    body that rebinds it must not make a ``range`` bound of it.
+    """
     free = [n for n in LOOP_NAMES if n not in scope.ints]
-    var = draw(st.sampled_from([*free, "_", ctx.fresh("i")]))
+    floats = [n for n in scope.floats if n not in scope.ints]
+    if floats and draw(st.integers(0, 3)) == 0:
+        var = draw(st.sampled_from(floats))
+        inner = scope.child(loop=True)
+    else:
+        var = draw(st.sampled_from([*free, "_", ctx.fresh("i")]))
+        inner = scope.child(loop=True, ints=(var,))
     header = f"for {var} in {range_text(draw, scope)}:"
-    body = block(draw, ctx, scope.child(loop=True, ints=(var,)), draw(st.integers(1, MAX_BLOCK)))
+    body = block(draw, ctx, inner, draw(st.integers(1, MAX_BLOCK)))
     return [header, *indent(body), *loop_else(draw, ctx, scope)]
 
 
