@@ -29,9 +29,10 @@ def unbroadcast(g, x):
             g = np.sum(g, axis=stretched, keepdims=True)
     if np.shape(g) != shape:  # a scalar zero standing for a whole array
         g = g + np.zeros(shape)
-    if dtype is not None and dtype.kind == "f" and getattr(g, "dtype", dtype) != dtype:
-        g = np.asarray(g, dtype=dtype)
-    elif np.asarray(g).dtype.kind in "biu":
+    if dtype is not None and dtype.kind == "f":
+        if getattr(g, "dtype", dtype) != dtype:
+            g = np.asarray(g, dtype=dtype)
+    elif isinstance(g, int) or getattr(getattr(g, "dtype", None), "kind", "f") in "biu":
         g = np.asarray(g, dtype=float)  # an int input's zero gradient: partials are floats
     if not shape and isinstance(g, np.ndarray):
         g = g[()]  # a number's gradient is a number
