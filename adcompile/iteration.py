@@ -116,7 +116,7 @@ class IterationRewriter:
             index_target, value_targets = None, [target]
             parts = [(iterator.args[0] if kind == "reversed" else iterator, False)]
         sequences = [sequence for sequence, _ in parts]
-        prelude, seq_names, new_locals = self._sequence_names(sequences)
+        prelude, seq_names, new_locals = self._sequence_names(sequences, _stored_in(stmt))
         counter = index_target if start is None and index_target else self.names.fresh_internal("k")
         new_locals.add(counter)
         body = [  # located at the sequence, where an error about reading it should point
@@ -217,11 +217,14 @@ class IterationRewriter:
         return [(target.id, path)]
 
     def _sequence_names(
-        self, sequences: list[ast.expr]
+        self, sequences: list[ast.expr], rebound: set[str]
     ) -> tuple[list[ast.stmt], list[str], set[str]]:
+        """Names holding the sequences: a name the loop does not rebind is read as it is;
+        anything else (``for row in X`` with ``X = X * 2.0`` in the body, ``for x in x``)
+        is bound to a fresh name first, as Python iterates what the name held at the start."""
         prelude, names, new_locals = [], [], set()
         for seq in sequences:
-            if isinstance(seq, ast.Name):
+            if isinstance(seq, ast.Name) and seq.id not in rebound:
                 names.append(seq.id)
                 continue
             name = self.names.fresh_internal("seq")
@@ -281,3 +284,14 @@ class _Rename(ast.NodeTransformer):
         if node.id in self.renames:
             return ast.copy_location(ast.Name(id=self.renames[node.id], ctx=node.ctx), node)
         return node
+
+
+def _stored_in(loop: ast.For) -> set[str]:
+    """Every name the loop's targets and body store to (nested scopes included: a superset)."""
+    nodes = [loop.target, *loop.body, *loop.orelse]
+    return {
+        n.id
+        for node in nodes
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }

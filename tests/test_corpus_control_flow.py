@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from adcompile import AdcompileError, UnsupportedSyntaxError, explain, grad, hessian
+from adcompile import AdcompileError, UnsupportedSyntaxError, explain, grad, hessian, value_and_grad
 from adcompile.reference import (
     assert_grad_matches_mp,
     positional_params,
@@ -803,3 +803,63 @@ def test_an_item_of_a_module_tuple_of_numbers_indexed_stays_scalar(tmp_path: Pat
     assert "import numpy" in also_assigned.source
     assert also_assigned(x, (1.0, 4.0)) == pytest.approx(7.5, rel=1e-15)
     assert "import numpy" in grad(module.shadowed_tuple, wrt=0).source
+
+
+REBOUND_SEQUENCES_SOURCE = """
+import numpy as np
+
+
+def tuple_rebound_in_body(t, a):
+    s = 0.0
+    for v in t:
+        s = s + v * a
+        t = (1.0, 1.0, 1.0)
+    return s
+
+
+def zip_of_a_rebound_tuple(t, a):
+    s = 0.0
+    for u, v in zip(t, t):
+        s = s + u * v * a
+        t = (0.5, 0.5, 0.5)
+    return s
+
+
+def rows_rebound_in_body(X, w):
+    s = 0.0
+    for row in X:
+        s = s + np.sum(row * w)
+        X = X * 2.0
+    return s
+
+
+def rows_named_like_the_array(x, w):
+    s = 0.0
+    for x in x:
+        s = s + np.sum(x * w)
+    return s
+"""
+
+
+def test_a_loop_iterates_what_its_sequence_name_held_at_the_start(tmp_path: Path) -> None:
+    """``for v in t`` read ``t[k]`` from the name each iteration, so rebinding ``t`` in the
+    body changed the items (wrong values and gradients), and ``for x in x`` indexed the
+    item itself (IndexError)."""
+    import numpy as np
+
+    module = module_from_source(tmp_path, REBOUND_SEQUENCES_SOURCE)
+    t = (2.0, 3.0, 4.0)
+    for fn, expected in (
+        (module.tuple_rebound_in_body, 9.0),
+        (module.zip_of_a_rebound_tuple, 29.0),
+    ):
+        value, partial = value_and_grad(fn, wrt="a")(t, 1.5)
+        assert value == fn(t, 1.5)
+        assert partial == expected == reference_gradient_mp(fn, {"t": t, "a": 1.5}, ["a"])["a"]
+    X, w = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), np.array([0.5, -1.0])
+    for fn in (module.rows_rebound_in_body, module.rows_named_like_the_array):
+        for mode in ("reverse", "forward"):
+            value, (dX, dw) = value_and_grad(fn, mode=mode)(X, w)
+            assert value == fn(X, w)
+            np.testing.assert_array_equal(dX, np.tile(w, (3, 1)))
+            np.testing.assert_array_equal(dw, X.sum(axis=0))
