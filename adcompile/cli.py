@@ -348,7 +348,7 @@ def _compare(
     if points is None or not _has_nan(points):  # SymPy's comparisons refuse nan; mpmath's not
         try:
             report = compare_source_with_sympy(
-                fs, gradient, points=points, wrt=wrt, primal=_primal(fs)
+                fs, gradient, points=points, wrt=wrt, load_primal=lambda: _primal(fs)
             )
             return report, "SymPy"
         except UnsupportedSyntaxError:  # loops, calls with keywords...: SymPy cannot follow
