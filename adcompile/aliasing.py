@@ -22,6 +22,7 @@ changed in place, so scalar code is not checked.
 from __future__ import annotations
 
 import ast
+import functools
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -30,19 +31,54 @@ from .einsum import EinsumError, parse_subscripts
 # NumPy functions and methods whose result may be their first argument or a view of it.
 SHARING = frozenset(
     {"reshape", "transpose", "ravel", "squeeze", "swapaxes", "view", "asarray", "asanyarray"}
-    | {"expand_dims", "broadcast_to", "atleast_1d", "atleast_2d", "moveaxis", "diagonal"}
-    | {"flip"}
+    | {"expand_dims", "broadcast_to", "atleast_1d", "atleast_2d", "atleast_3d", "moveaxis"}
+    | {"diagonal", "diag", "flip", "fliplr", "flipud", "rot90", "rollaxis", "permute_dims"}
+    | {"matrix_transpose", "ascontiguousarray", "asfortranarray", "require", "real", "imag"}
+    | {"asarray_chkfinite", "real_if_close", "trim_zeros", "broadcast_arrays"}
+)
+# Functions and methods that surely make a new array (or a number), besides the NumPy
+# functions with derivative rules and NumPy's ufuncs (``_new_array_names``).
+_ALWAYS_NEW = frozenset(
+    {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like"}
+    | {"arange", "linspace", "eye", "identity", "copy", "flatten", "tolist", "item"}
+    | {"all", "any", "argmax", "argmin", "argsort", "sort", "hstack", "vstack", "shape"}
+    | {"size", "ndim", "sum", "mean", "max", "min", "prod", "var", "std", "dot", "clip"}
 )
 
 
 def may_share(name: str, call: ast.Call) -> bool:
-    """True if the call ``np.name(x, ...)`` or ``x.name(...)`` may give ``x`` or a view of it."""
-    if name in SHARING:
+    """True if the call ``np.name(x, ...)`` or ``x.name(...)`` may give ``x`` or a view of it.
+
+    A function not known to make a new array may (``np.ascontiguousarray(x)`` is ``x``
+    itself), so an in-place update of its result counts as one of ``x``.
+    """
+    if name in SHARING or any(keyword.arg == "out" for keyword in call.keywords):
         return True
     if name == "einsum":  # of one operand, a view of it: np.einsum("ij->ji", x), "ii->i"
         return len(call.args) == 2 and not _einsum_sums(call.args[0])
-    # np.diff(x, 0) is x itself: an order that is not a literal above 0 may be 0
-    return name == "diff" and not _positive_order(call)
+    if name == "diff":  # np.diff(x, 0) is x itself: an order not a literal above 0 may be 0
+        return not _positive_order(call)
+    if name == "astype":  # x.astype(t, copy=False) is x when it has that dtype already
+        return any(k.arg == "copy" and not _literal_true(k.value) for k in call.keywords)
+    return name not in _new_array_names()
+
+
+def _literal_true(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+@functools.cache
+def _new_array_names() -> frozenset[str]:
+    """Names of calls that surely make a new array: the NumPy functions with derivative
+    rules (none of them returns a view but those in SHARING), NumPy's ufuncs, and
+    ``_ALWAYS_NEW``. Only array code asks, so NumPy is loaded."""
+    import numpy as np
+
+    from .rules.registry import array_rules
+
+    ruled = {getattr(rule.primal, "__name__", "") for rule in array_rules()}
+    ufuncs = {name for name, value in vars(np).items() if isinstance(value, np.ufunc)}
+    return frozenset((ruled | ufuncs | _ALWAYS_NEW) - SHARING)
 
 
 def _einsum_sums(spec: ast.expr) -> bool:

@@ -1885,3 +1885,36 @@ def test_einsum_calls_refused_at_decoration(tmp_path: Path, call, needle, cls, f
     column = source.splitlines()[3].index(needle) + 1
     assert message.startswith(f"{fn.__code__.co_filename}:4:{column}: "), message
     assert fragment in message
+
+
+VIEW_SOURCE = """
+import numpy as np
+
+
+def through(x, data):
+    b = np.{name}(data)
+    for i in range(2):
+        b += x
+    return np.sum(data * x)
+"""
+
+
+@pytest.mark.parametrize(
+    "name", ["ascontiguousarray", "asfortranarray", "atleast_3d", "real", "require", "fliplr"]
+)
+def test_an_update_through_a_function_that_may_return_its_argument_is_refused(
+    tmp_path: Path, name: str
+) -> None:
+    """``np.ascontiguousarray(data)`` is ``data`` itself, so ``b += x`` changes ``data`` in
+    NumPy; adcompile counted every NumPy function as making a new array and computed
+    ``b + x`` instead (a value and gradients other than the function's)."""
+    fn = function_from_source(tmp_path, VIEW_SOURCE.replace("{name}", name), "through")
+    with pytest.raises(UnsupportedSyntaxError, match=r"would change in place an array"):
+        grad(fn, wrt=0)
+
+
+def test_an_update_of_a_ufunc_result_is_its_own(tmp_path: Path) -> None:
+    """NumPy's ufuncs and the functions with rules make new arrays: updating them is fine."""
+    fn = function_from_source(tmp_path, VIEW_SOURCE.replace("{name}", "exp"), "through")
+    x, data = np.array([0.5, -1.0, 2.0]), np.ones(3)
+    np.testing.assert_array_equal(grad(fn, wrt=0)(x, data), data)

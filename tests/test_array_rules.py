@@ -1672,3 +1672,40 @@ def test_extreme_adjoint_splits_ties_equally() -> None:
         [[2.0, 0.0, 2.0], [0.0, 0.0, 0.0]],
         err_msg="convention: the two tied maxima share the adjoint equally",
     )
+
+
+def _numpy_function(primal: object) -> bool:
+    module = getattr(primal, "__module__", None) or ""
+    return isinstance(primal, np.ufunc) or module == "numpy" or module.startswith("numpy.")
+
+
+def _call_text(name: str, statics: Mapping[str, object]) -> str:
+    """``np.name(x, key=value...)`` as the user writes it (einsum: subscripts first)."""
+    statics = dict(statics)
+    first = [repr(statics.pop("subscripts"))] if name == "einsum" else []
+    keywords = [f"{key}={value!r}" for key, value in statics.items()]
+    return f"np.{name}({', '.join([*first, 'x', *keywords])})"
+
+
+def test_every_ruled_function_whose_result_is_a_view_is_known_to_share() -> None:
+    """An in-place update of a call's result changes the argument when the result is a view
+    of it (or the argument itself); ``aliasing.may_share`` must say so, or adcompile would
+    compute a new array where NumPy changes the old one. Checked on every case of every
+    NumPy function with a rule, with the case's statics as the user writes them."""
+    import ast
+
+    from adcompile.aliasing import may_share
+
+    views = set()
+    for rule in RULES:
+        if not _numpy_function(rule.primal):
+            continue
+        name = rule.primal.__name__
+        for case in CASES.get((rule.primal, rule.arity), []):
+            _, args, statics, result = case_point(rule, case, 0)
+            arrays = [a for a in args if isinstance(a, np.ndarray)]
+            if isinstance(result, np.ndarray) and any(np.shares_memory(result, a) for a in arrays):
+                views.add(name)
+                call = ast.parse(_call_text(name, statics), mode="eval").body
+                assert may_share(name, call), f"{name} ({case.label}) gives a view"
+    assert {"reshape", "transpose", "flip"} <= views  # the check does see views
