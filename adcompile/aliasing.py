@@ -176,6 +176,8 @@ class OwnedArrays:
     shared: set[str] = field(default_factory=set)  # roots held by two names or more
     # Per enclosing loop, innermost last: the in-place updates in its body (version, node).
     loops: list[list[tuple[str, ast.AugAssign]]] = field(default_factory=list)
+    # Per enclosing loop, innermost last: the versions bound before its body.
+    bound_before: list[set[str]] = field(default_factory=list)
     # Merged versions owning their value, and the arrays they may be (see ``merged``).
     merge_sources: dict[str, set[str]] = field(default_factory=dict)
 
@@ -238,6 +240,7 @@ class OwnedArrays:
     def enter_loop(self) -> None:
         """A loop body starts: its in-place updates are judged again at its back edges."""
         self.loops.append([])
+        self.bound_before.append(set(self.roots) | self.own)
 
     def leave_loop(self, back_edges: list[tuple[str, str, str]]) -> ast.AugAssign | None:
         """The body ended; ``back_edges`` are (user name, its header, the version the header
@@ -245,13 +248,15 @@ class OwnedArrays:
         iteration would apply to an array another name holds too (``cur += ...`` then
         ``prev = cur``; or ``y += ...`` then ``y = x``)."""
         updates = self.loops.pop()
+        before = self.bound_before.pop()
         if self.loops:  # an outer loop's body holds these updates too
             self.loops[-1].extend(updates)
         roots = [self.root(value) for _, _, value in back_edges]
+        unsafe = self._numbers_turned_arrays(back_edges, roots, before)
         arrays = Counter(root for root in roots if root not in self.numbers)
         # The array a header starts the next iteration with is the one the body left: an
         # update of either (the entry's, or one a merge in the body made) is unsafe.
-        unsafe = {
+        unsafe |= {
             array
             for (name, header, _), root in zip(back_edges, roots, strict=True)
             if root not in self.numbers and (arrays[root] > 1 or not self._owned_by(name, root))
@@ -262,6 +267,24 @@ class OwnedArrays:
             if self.root(version) in unsafe:
                 return stmt
         return None
+
+    def _numbers_turned_arrays(
+        self, back_edges: list[tuple[str, str, str]], roots: list[str], before: set[str]
+    ) -> set[str]:
+        """Headers that start as a number and come back as an array, copied in the body.
+
+        ``s = 0.0``, then ``t = s; s += w * x[i]`` in the loop: from the second iteration on
+        ``s`` holds an array, which ``t = s`` shares, so ``s +=`` changes ``t`` as well.
+        """
+        unsafe = set()
+        for (_, header, _), root in zip(back_edges, roots, strict=True):
+            entry = self.root(header)
+            if entry not in self.numbers or root in self.numbers:
+                continue
+            copies = [v for v, r in self.roots.items() if r == entry and v not in before]
+            if copies:
+                unsafe.add(entry)
+        return unsafe
 
     def _spread_through_merges(self, unsafe: set[str]) -> None:
         """A merged version that may be an unsafe array is unsafe too: in a later iteration

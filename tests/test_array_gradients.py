@@ -25,7 +25,7 @@ from tests.array_reference import (
     tree_map,
 )
 from tests.corpus.arrays import CASES, ArrayCase
-from tests.helpers import function_from_source, run_cli
+from tests.helpers import function_from_source, module_from_source, run_cli
 
 SEEDS = (0, 1)
 HAND_WRITTEN = [case for case in CASES if case.grad is not None]
@@ -1918,3 +1918,50 @@ def test_an_update_of_a_ufunc_result_is_its_own(tmp_path: Path) -> None:
     fn = function_from_source(tmp_path, VIEW_SOURCE.replace("{name}", "exp"), "through")
     x, data = np.array([0.5, -1.0, 2.0]), np.ones(3)
     np.testing.assert_array_equal(grad(fn, wrt=0)(x, data), data)
+
+
+NUMBER_THEN_ARRAY_SOURCE = """
+import numpy as np
+
+
+def copied_then_updated(x, w):
+    s = 0.0
+    t = 0.0
+    for i in range(3):
+        t = s
+        s += w * x[i]
+    return np.sum(t * w)
+
+
+def copied_in_a_branch(x, w):
+    s = 0.0
+    t = w * 1.0
+    for i in range(3):
+        if i == 1:
+            t = s
+        s += x
+    return np.sum(t * w)
+
+
+def updated_without_a_copy(x, w):
+    s = 0.0
+    for i in range(3):
+        s += w * x[i]
+    return np.sum(s * w)
+"""
+
+
+def test_a_number_that_becomes_an_array_in_a_loop_is_shared_by_its_copies(
+    tmp_path: Path,
+) -> None:
+    """``s = 0.0``, then ``t = s; s += ...`` in a loop: from the second iteration on ``s`` is
+    an array that ``t`` shares, and NumPy's ``s +=`` changes ``t`` too. adcompile took ``s``
+    for a number (its value before the loop) and computed a new array: wrong values."""
+    module = module_from_source(tmp_path, NUMBER_THEN_ARRAY_SOURCE)
+    for fn in (module.copied_then_updated, module.copied_in_a_branch):
+        with pytest.raises(UnsupportedSyntaxError, match=r"`s \+= \.\.\.` would change in place"):
+            grad(fn)
+    x, w = np.array([0.5, -1.0, 2.0]), np.array([1.5, 0.3, -0.7])
+    dx, dw = grad(module.updated_without_a_copy)(x, w)  # no copy: the update is its own
+    np.testing.assert_allclose(dx, np.full(3, np.sum(w * w)), rtol=1e-15)
+    np.testing.assert_allclose(dw, 2.0 * w * np.sum(x), rtol=1e-15)
