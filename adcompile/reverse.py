@@ -562,13 +562,13 @@ class AdjointSweep:
             # The header now holds an earlier iteration's value, whose adjoint starts afresh:
             # the body's first contribution assigns it (or it is reset to zero below).
             inner.discard(g)
-            restarted.append(g)
+            restarted.append((g, edge.target))
         self.depth += 1
         body += self.block(loop.body, inner)
         self.depth -= 1
         body += [
-            assign(g, ast.Constant(value=0.0), loop.line, ADJOINT)
-            for g in restarted
+            assign(g, self._restarted_zero(header), loop.line, ADJOINT)
+            for g, header in restarted
             if g not in inner
         ]
         if not body:
@@ -591,6 +591,19 @@ class AdjointSweep:
             )
         out.append(tag(node, loop.line, ADJOINT))
         return out
+
+    def _restarted_zero(self, header: str) -> ast.expr:
+        """The zero adjoint of a header at the start of an iteration the body does not read it.
+
+        An array's zero takes the header's shape *in that iteration* (``h = x[:i + 1]``
+        changes it every time): written here, the read makes the loop record the header,
+        where a zero made later from its last value had the last iteration's shape.
+        """
+        facts = self.shapes.facts if self.shapes is not None else None
+        if facts is None or facts.is_scalar(Var(header)):
+            return ast.Constant(value=0.0)
+        zeros = ast.Attribute(value=_name(self.fn.numpy_alias), attr="zeros_like", ctx=LOAD)
+        return ast.Call(func=zeros, args=[_name(header)], keywords=[])
 
     def _can_iterate_records(self, loop: Loop, reads: set[str]) -> bool:
         """True if the reverse loop can iterate over the recorded tuples instead of popping.

@@ -1965,3 +1965,34 @@ def test_a_number_that_becomes_an_array_in_a_loop_is_shared_by_its_copies(
     dx, dw = grad(module.updated_without_a_copy)(x, w)  # no copy: the update is its own
     np.testing.assert_allclose(dx, np.full(3, np.sum(w * w)), rtol=1e-15)
     np.testing.assert_allclose(dw, 2.0 * w * np.sum(x), rtol=1e-15)
+
+
+SHAPE_CHANGING_SOURCE = """
+import numpy as np
+
+
+def growing_prefix(x, n):
+    h = x[:1]
+    s = 0.0
+    for i in range(n):
+        h = x[:i + 1] * 2.0
+        s = s + np.sum(h * h)
+    return s + np.sum(h)
+"""
+
+
+@pytest.mark.parametrize("n", [0, 1, 4])
+def test_a_loop_variable_whose_shape_changes_restarts_with_zeros_of_its_shape(
+    tmp_path: Path, n: int
+) -> None:
+    """``h = x[:i + 1] * 2.0`` (the old ``h`` unread) restarted ``h``'s adjoint each reverse
+    iteration as zeros shaped like ``h``'s last value: a broadcast error, or silently wrong
+    gradients where the shapes broadcast."""
+    fn = function_from_source(tmp_path, SHAPE_CHANGING_SOURCE, "growing_prefix")
+    x = np.array([0.3, -0.5, 0.8, 1.1, 0.2])
+    expected = np.zeros(5)  # d/dx of sum_i 4 |x[:i+1]|^2, plus 2 x[:n] (or 1 at x[0])
+    for i in range(n):
+        expected[: i + 1] += 8.0 * x[: i + 1]
+    expected[: max(n, 1)] += 2.0 if n else 1.0
+    for mode in ("reverse", "forward"):
+        np.testing.assert_allclose(grad(fn, wrt=0, mode=mode)(x, n), expected, rtol=1e-14)
