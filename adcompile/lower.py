@@ -917,6 +917,13 @@ class Lowerer(ArrayLowering):
 
     def _find_unbound_reads(self, body: list[ast.stmt]) -> None:
         """The user's reads that some path leaves unbound (before desugaring adds flags)."""
+        if getattr(self.fs.origin, "adcompile_recipe", None) is not None:
+            # Generated code read again (a Hessian): its own checks say where the user's
+            # reads may be unbound. Its placeholders (`result_2 = None` on the path a
+            # helper's early return skipped) are read only under the same tests that bound
+            # them, and a check would take the placeholder's None for unbound.
+            self.unbound_reads = {}
+            return
         params = self.fs.param_names()
         self.unbound_reads = maybe_unbound_reads(body, params, assigned_names(body) - set(params))
 

@@ -387,3 +387,34 @@ def test_grad_of_a_looped_array_gradient_points_to_hessian() -> None:
     gradient = grad(looped_tanh, wrt="s")
     central = (gradient(0.7 + step, x) - gradient(0.7 - step, x)) / (2 * step)
     assert hessian(looped_tanh, wrt="s")(0.7, x) == pytest.approx(central, rel=1e-7)
+
+
+def halved_or_squashed(v):
+    if np.sum(v) > 1.0:
+        return v * 0.5
+    return np.tanh(v)
+
+
+def calls_a_helper_with_an_early_return_in_a_branch(x):
+    if np.sum(x) > 0:  # noqa: SIM108 -- an if statement (a branch) is under test
+        y = halved_or_squashed(x)
+    else:
+        y = x * 2.0
+    return np.sum(y * x)
+
+
+def test_hessian_through_a_helper_that_returns_early_inside_a_branch() -> None:
+    """The gradient binds the helper's skipped result to the placeholder None and reads it
+    under the same test; compiled again, that read was taken for one that may be unbound, and
+    its check raised UnboundLocalError on the placeholder."""
+    fn = calls_a_helper_with_an_early_return_in_a_branch
+    for x in (np.array([0.3, 0.2, 0.1]), np.array([0.9, 0.5, 0.4]), np.array([-0.3, 0.1, 0.1])):
+        s = np.sum(x)
+        if s <= 0:
+            expected = np.diag(np.full(3, 4.0))
+        elif s > 1.0:
+            expected = np.diag(np.full(3, 1.0))
+        else:  # d2/dx2 of tanh(x) x: 2 sech^2 x - 2 x tanh x sech^2 x
+            sech2 = 1.0 - np.tanh(x) ** 2
+            expected = np.diag(2.0 * sech2 - 2.0 * x * np.tanh(x) * sech2)
+        np.testing.assert_allclose(hessian(fn)(x), expected, rtol=1e-12, atol=1e-15)
