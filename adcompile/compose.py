@@ -63,6 +63,14 @@ def _constants_read(fn: Callable[..., Any]) -> tuple:
         stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
     module = getattr(fn, "__globals__", {})
     seen = [(name, module[name]) for name in sorted(names) if name in module]
+    # `helpers.K` after `import helpers`: co_names holds both names, the module and K
+    modules = [(name, value) for name, value in seen if isinstance(value, types.ModuleType)]
+    seen += [
+        (f"{name}.{attr}", getattr(value, attr))
+        for name, value in modules
+        for attr in sorted(names)
+        if attr in vars(value)
+    ]
     if isinstance(fn, types.FunctionType):
         seen += sorted(closure_values(fn).items())
     return tuple((name, _data_key(value)) for name, value in seen if _is_data(value))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import sys
 import threading
 import types
 from pathlib import Path
@@ -66,6 +67,21 @@ def test_jvp_and_vjp_compile_again_when_a_constant_changes(module: types.ModuleT
     module.K = 5.0
     assert jvp(module.scaled, (1.0,), (1.0,)) == (5.0, 5.0)
     assert vjp(module.scaled, 1.0)[1](1.0) == (5.0,)
+
+
+def test_jvp_and_vjp_compile_again_when_a_module_s_constant_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``helpers.K`` read through the module was not looked at: jvp kept K = 2.0."""
+    helpers = module_from_source(tmp_path, "K = 2.0\n")
+    monkeypatch.setitem(sys.modules, helpers.__name__, helpers)
+    user = module_from_source(
+        tmp_path, f"import {helpers.__name__} as hm\n\n\ndef scaled(x):\n    return hm.K * x\n"
+    )
+    assert jvp(user.scaled, (1.0,), (1.0,)) == (2.0, 2.0)
+    helpers.K = 9.0
+    assert jvp(user.scaled, (1.0,), (1.0,)) == (9.0, 9.0)
+    assert vjp(user.scaled, 1.0)[1](1.0) == (9.0,)
 
 
 def test_jvp_and_vjp_use_the_rules_in_force(module: types.ModuleType) -> None:
