@@ -20,7 +20,7 @@ from typing import Any
 
 from . import messages
 from .api import Wrt, compile_transform, grad, resolve_wrt
-from .errors import UnsupportedSyntaxError
+from .errors import NoDerivativeError, UnsupportedSyntaxError
 from .lower import is_array_code
 from .source import closure_values, load_function
 
@@ -464,7 +464,15 @@ def _forward_over_forward(fn: Callable[..., Any], wrt: Wrt) -> Callable[..., Any
     params = load_function(fn).param_names()
     choice = resolve_wrt(params, wrt, getattr(fn, "__name__", "function"))
     indices = [params.index(name) for name in choice.names]
-    first = _cached(fn, "jvp", list(range(len(params))) or None)
+    try:
+        first = _cached(fn, "jvp", list(range(len(params))) or None)
+    except NoDerivativeError as error:
+        rule = getattr(error, "user_rule", None)
+        if rule is None:
+            raise
+        raise NoDerivativeError(
+            messages.user_rule_in_looped_hessian(rule), error.location
+        ) from None
     second = compile_transform(first, "jvp", indices)
     complete = _completer(fn)
 

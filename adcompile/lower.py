@@ -1093,6 +1093,7 @@ class Lowerer(ArrayLowering):
         if self.array_mode:
             message = messages.user_rule_in_forward_mode(fs.name)
             apply.tangent_refusal = self._error(NoDerivativeError, node, message)
+            apply.tangent_refusal.user_rule = fs.name  # hessian words it for itself
         self.block.append(apply)
 
     def _inline(

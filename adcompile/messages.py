@@ -353,6 +353,16 @@ def user_rule_in_forward_mode(name: str) -> str:
     )
 
 
+def user_rule_in_looped_hessian(name: str) -> str:
+    """``hessian`` of NumPy code with loops through a user rule on arrays."""
+    return (
+        f"hessian of NumPy code with loops takes derivatives of the forward-mode (jvp) code, "
+        f"which cannot use the rule registered for `{name}` on arrays (a rule gives the "
+        "vector-Jacobian product only); call it outside the loop, or let adcompile "
+        "differentiate the function itself (no rule)"
+    )
+
+
 def computed_global(name: str, value: object) -> str:
     """A module-level name assigned from an expression, in a file read without running it."""
     return (

@@ -163,6 +163,13 @@ def lse(x):
 
 def f(x):
     return lse(x) + np.sum(x)
+
+
+def looped(x):
+    s = 0.0
+    for i in range(2):
+        s = s + lse(x * (i + 1.0))
+    return s
 """
 
 
@@ -189,6 +196,12 @@ def test_a_rule_on_arrays_serves_reverse_mode_and_is_refused_by_forward_mode(tmp
             grad(module.f, mode="forward")
         with pytest.raises(NoDerivativeError, match=r":11:12: forward mode"):
             jvp(module.f, (x,), (x,))
+        # hessian of code with loops takes the jvp twice: it says so, not "use reverse mode"
+        with pytest.raises(NoDerivativeError, match=r":17:17: hessian of NumPy code with loops"):
+            hessian(module.looped)(x)
+        np.testing.assert_allclose(
+            grad(module.looped)(x), softmax + 2.0 * np.exp(2.0 * x - module.lse(2.0 * x))
+        )
 
 
 def test_the_default_check_points_reach_beyond_minus_one_and_plus_two() -> None:
