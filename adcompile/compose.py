@@ -509,6 +509,19 @@ def _directions(args: tuple, k: int) -> Iterator[list[Any]]:
     return _basis([_zeros_like(a) for a in args], k, args[k])
 
 
+def _in_dtype_of(block: Any, leaf: Any, other: Any) -> Any:
+    """A Hessian block in the float dtype of its two parameters (float32 stays float32, as a
+    gradient has its parameter's dtype, whatever float64 constants the code mixes in)."""
+    import numpy as np  # only array code gets here
+
+    floats = [p.dtype for p in (leaf, other) if getattr(p, "dtype", None) is not None]
+    floats = [dtype for dtype in floats if dtype.kind == "f"]
+    if not floats:
+        return block
+    dtype = np.result_type(*floats)
+    return block if block.dtype == dtype else block.astype(dtype)
+
+
 def _rows_stacked(rows: list[Any], arg: Any, other: Any) -> Any:
     """Rows of the Hessian, one per element of ``arg`` (each shaped like the parameter
     ``other``), as blocks shaped like ``arg``, each leaf's axes first."""
@@ -522,11 +535,15 @@ def _rows_stacked(rows: list[Any], arg: Any, other: Any) -> Any:
         chunk = [_leaves(row) for row in rows[start : start + size]]
         start += size
         stacked = [
-            np.stack([np.asarray(row[m]) for row in chunk]).reshape(
-                np.shape(leaf) + np.shape(other_leaf)
+            _in_dtype_of(
+                np.stack([np.asarray(row[m]) for row in chunk]).reshape(
+                    np.shape(leaf) + np.shape(other_leaf)
+                )
+                if chunk
+                else np.zeros(np.shape(leaf) + np.shape(other_leaf)),  # an empty leaf: no rows
+                leaf,
+                other_leaf,
             )
-            if chunk
-            else np.zeros(np.shape(leaf) + np.shape(other_leaf))  # an empty leaf: no rows
             for m, other_leaf in enumerate(_leaves(other))
         ]
         blocks.append(_rebuilt(other, iter(stacked)))

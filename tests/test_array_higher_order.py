@@ -286,6 +286,24 @@ def running_sine_product(x):
     return s
 
 
+def accumulated_in_float64(x):
+    acc = np.zeros(3)
+    for i in range(2):
+        acc = acc + x * x * (i + 1.0)
+    return np.sum(acc)
+
+
+def test_hessian_blocks_of_a_loop_have_the_parameters_float_dtype() -> None:
+    """A float64 accumulator (np.zeros) made the loop's Hessian float64 for a float32 input,
+    while its gradient (and a loop-free Hessian) is float32."""
+    x = np.array([0.5, -1.0, 2.0], dtype=np.float32)
+    h = hessian(accumulated_in_float64)(x)
+    assert h.dtype == np.float32 and grad(accumulated_in_float64)(x).dtype == np.float32
+    np.testing.assert_allclose(h, np.diag(np.full(3, 6.0)), rtol=1e-7)
+    ints = hessian(accumulated_in_float64)(np.array([1, 2, 3]))
+    assert ints.dtype == np.float64  # int parameters: float partials
+
+
 def test_hessian_of_float32_code_with_a_loop_stays_float32() -> None:
     """A loop's Hessian takes tangents of the jvp, whose ``s = 0.0`` got the zero tangent
     ``np.zeros_like(0.0)``: a float64 array that made every float32 tangent float64."""
