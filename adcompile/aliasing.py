@@ -43,6 +43,9 @@ _ALWAYS_NEW = frozenset(
     | {"arange", "linspace", "eye", "identity", "copy", "flatten", "tolist", "item"}
     | {"all", "any", "argmax", "argmin", "argsort", "sort", "hstack", "vstack", "shape"}
     | {"size", "ndim", "sum", "mean", "max", "min", "prod", "var", "std", "dot", "clip"}
+    | {"tile", "repeat", "kron", "cross", "tril", "triu", "take", "take_along_axis", "pad"}
+    | {"append", "insert", "delete", "unique", "logspace", "geomspace", "vander"}
+    | {"convolve", "correlate", "polyval", "interp", "tensordot", "pinv", "cholesky"}
 )
 
 

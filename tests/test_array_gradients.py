@@ -1996,3 +1996,70 @@ def test_a_loop_variable_whose_shape_changes_restarts_with_zeros_of_its_shape(
     expected[: max(n, 1)] += 2.0 if n else 1.0
     for mode in ("reverse", "forward"):
         np.testing.assert_allclose(grad(fn, wrt=0, mode=mode)(x, n), expected, rtol=1e-14)
+
+
+def test_the_functions_known_to_make_new_arrays_do() -> None:
+    """``aliasing._ALWAYS_NEW`` lets ``y op= e`` update a result in place; each NumPy
+    function named there must return memory of its own (checked on a sample call)."""
+    from adcompile.aliasing import _ALWAYS_NEW
+
+    x, m = np.arange(1.0, 7.0), np.arange(1.0, 10.0).reshape(3, 3)
+    samples = {
+        "zeros": lambda: np.zeros(x.shape),
+        "ones": lambda: np.ones(3),
+        "empty": lambda: np.empty(3),
+        "full": lambda: np.full(3, 2.0),
+        "zeros_like": lambda: np.zeros_like(x),
+        "ones_like": lambda: np.ones_like(x),
+        "empty_like": lambda: np.empty_like(x),
+        "full_like": lambda: np.full_like(x, 2.0),
+        "arange": lambda: np.arange(3.0),
+        "linspace": lambda: np.linspace(0, 1, 3),
+        "eye": lambda: np.eye(3),
+        "identity": lambda: np.identity(3),
+        "copy": lambda: np.copy(x),
+        "sort": lambda: np.sort(x),
+        "argsort": lambda: np.argsort(x),
+        "hstack": lambda: np.hstack([x]),
+        "vstack": lambda: np.vstack([m]),
+        "sum": lambda: np.sum(m, axis=0),
+        "mean": lambda: np.mean(m, axis=0),
+        "max": lambda: np.max(m, axis=0),
+        "min": lambda: np.min(m, axis=0),
+        "prod": lambda: np.prod(m, axis=0),
+        "var": lambda: np.var(m, axis=0),
+        "std": lambda: np.std(m, axis=0),
+        "dot": lambda: np.dot(m, m),
+        "clip": lambda: np.clip(x, 2, 5),
+        "tile": lambda: np.tile(x, 1),
+        "repeat": lambda: np.repeat(x, 1),
+        "kron": lambda: np.kron(x, [1.0]),
+        "cross": lambda: np.cross(x[:3], x[3:]),
+        "tril": lambda: np.tril(m),
+        "triu": lambda: np.triu(m),
+        "take": lambda: np.take(x, [0, 1]),
+        "take_along_axis": lambda: np.take_along_axis(m, np.zeros((3, 3), int), 0),
+        "pad": lambda: np.pad(x, 0),
+        "append": lambda: np.append(x, []),
+        "insert": lambda: np.insert(x, 0, []),
+        "delete": lambda: np.delete(x, []),
+        "unique": lambda: np.unique(x),
+        "logspace": lambda: np.logspace(0, 1, 3),
+        "geomspace": lambda: np.geomspace(1, 2, 3),
+        "vander": lambda: np.vander(x[:3]),
+        "convolve": lambda: np.convolve(x, [1.0]),
+        "correlate": lambda: np.correlate(x, [1.0]),
+        "polyval": lambda: np.polyval([1.0, 0.0], x),
+        "interp": lambda: np.interp(x, x, x),
+        "tensordot": lambda: np.tensordot(m, m, 1),
+        "pinv": lambda: np.linalg.pinv(m),
+        "cholesky": lambda: np.linalg.cholesky(m @ m.T + np.eye(3)),
+    }
+    not_numpy_functions = {"flatten", "tolist", "item", "all", "any", "argmax", "argmin"}
+    not_numpy_functions |= {"shape", "size", "ndim"}
+    assert set(samples) == _ALWAYS_NEW - not_numpy_functions
+    for name, made in samples.items():
+        result = made()
+        assert not np.shares_memory(result, x) and not np.shares_memory(result, m), name
+    method_results = [m.flatten(), m.copy(), m.sum(axis=0), m.clip(1, 2), m.dot(m)]
+    assert not any(np.shares_memory(r, m) for r in method_results)
