@@ -79,7 +79,11 @@ def _new_array_names() -> frozenset[str]:
 
     from .rules.registry import array_rules
 
+    primals = {id(rule.primal) for rule in array_rules()}
     ruled = {getattr(rule.primal, "__name__", "") for rule in array_rules()}
+    # the names NumPy binds them to too (np.round and np.around; np.max is amax in NumPy 1)
+    for module in (np, np.linalg):
+        ruled |= {name for name, value in vars(module).items() if id(value) in primals}
     ufuncs = {name for name, value in vars(np).items() if isinstance(value, np.ufunc)}
     return frozenset((ruled | ufuncs | _ALWAYS_NEW) - SHARING)
 
