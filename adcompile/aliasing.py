@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import functools
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .einsum import EinsumError, parse_subscripts
@@ -46,6 +47,8 @@ _ALWAYS_NEW = frozenset(
     | {"tile", "repeat", "kron", "cross", "tril", "triu", "take", "take_along_axis", "pad"}
     | {"append", "insert", "delete", "unique", "logspace", "geomspace", "vander"}
     | {"convolve", "correlate", "polyval", "interp", "tensordot", "pinv", "cholesky"}
+    | {"column_stack", "dstack", "around", "resize", "median", "average", "select", "cov"}
+    | {"corrcoef", "percentile", "quantile", "nanmean", "nansum", "ediff1d", "nan_to_num"}
 )
 
 
@@ -61,7 +64,7 @@ def may_share(name: str, call: ast.Call) -> bool:
         return len(call.args) == 2 and not _einsum_sums(call.args[0])
     if name == "diff":  # np.diff(x, 0) is x itself: an order not a literal above 0 may be 0
         return not _positive_order(call)
-    if name == "astype":  # x.astype(t, copy=False) is x when it has that dtype already
+    if name in ("astype", "nan_to_num"):  # with copy=False: x itself where it can be
         return any(k.arg == "copy" and not _literal_true(k.value) for k in call.keywords)
     return name not in _new_array_names()
 
@@ -192,8 +195,15 @@ class OwnedArrays:
         """The version whose array ``version`` holds."""
         return self.roots.get(version, version)
 
-    def bound(self, version: str, value: ast.expr, existing: str | None) -> None:
-        """``version = value``; ``existing`` is the version of the name ``value`` may share."""
+    def bound(
+        self,
+        version: str,
+        value: ast.expr,
+        existing: str | None,
+        reads: Mapping[str, str] | None = None,
+    ) -> None:
+        """``version = value``; ``existing`` is the version of the name ``value`` may share,
+        ``reads`` the versions of the names ``value`` reads."""
         if existing is not None and not owns_value(value):
             root = self.root(existing)
             self.roots[version] = root
@@ -202,8 +212,20 @@ class OwnedArrays:
             return
         if owns_value(value):
             self.own.add(version)
-            if is_number(value):
+            if self._number_arithmetic(value, reads or {}):
                 self.numbers.add(version)
+
+    def _number_arithmetic(self, value: ast.expr, reads: Mapping[str, str]) -> bool:
+        """Arithmetic of numbers only (``loss + np.sum(e)`` with ``loss`` a number): a number."""
+        if is_number(value):
+            return True
+        if isinstance(value, ast.Name):
+            return value.id in reads and self.root(reads[value.id]) in self.numbers
+        if isinstance(value, ast.UnaryOp):
+            return self._number_arithmetic(value.operand, reads)
+        if isinstance(value, ast.BinOp):
+            return all(self._number_arithmetic(v, reads) for v in (value.left, value.right))
+        return False
 
     def share(self, version: str) -> None:
         """``version``'s array may now be held by another name too (without its knowing)."""

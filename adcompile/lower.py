@@ -743,13 +743,15 @@ class Lowerer(ArrayLowering):
             return
         new = self._version(target.id)
         shared = self.env.get(shared_name(value) or "") if self.shared is not None else None
+        reads = {}
         if self.shared is not None:
             for name in self._may_share(value):  # before lowering: the versions read now
                 self.shared.share(self.env[name])
+            reads = {name: self.env[name] for name in names_in(value) if name in self.env}
         self._lower_into(value, new)
         self.env[target.id] = new
         if self.shared is not None:
-            self.shared.bound(new, value, shared)
+            self.shared.bound(new, value, shared, reads)
 
     def _may_share(self, value: ast.expr) -> list[str]:
         """Names whose array ``value`` may be without ``shared_name`` seeing it: an arm of

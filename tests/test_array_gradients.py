@@ -1943,6 +1943,15 @@ def copied_in_a_branch(x, w):
     return np.sum(t * w)
 
 
+def number_copied_then_updated(w, X):
+    loss = 0.0
+    prev = 0.0
+    for i in range(3):
+        prev = loss
+        loss += np.sum((X[i] @ w) ** 2)
+    return loss - 0.5 * prev
+
+
 def updated_without_a_copy(x, w):
     s = 0.0
     for i in range(3):
@@ -1962,6 +1971,12 @@ def test_a_number_that_becomes_an_array_in_a_loop_is_shared_by_its_copies(
         with pytest.raises(UnsupportedSyntaxError, match=r"`s \+= \.\.\.` would change in place"):
             grad(fn)
     x, w = np.array([0.5, -1.0, 2.0]), np.array([1.5, 0.3, -0.7])
+    # A number stays a number (`loss += np.sum(...)`): its copy cannot see the update.
+    X = np.arange(9.0).reshape(3, 3) / 4.0
+    terms = [2.0 * (X[i] @ w) * X[i] for i in range(3)]
+    expected = terms[0] + terms[1] + terms[2] - 0.5 * (terms[0] + terms[1])
+    dw_loss = grad(module.number_copied_then_updated, wrt=0)(w, X)
+    np.testing.assert_allclose(dw_loss, expected, rtol=1e-14)
     dx, dw = grad(module.updated_without_a_copy)(x, w)  # no copy: the update is its own
     np.testing.assert_allclose(dx, np.full(3, np.sum(w * w)), rtol=1e-15)
     np.testing.assert_allclose(dw, 2.0 * w * np.sum(x), rtol=1e-15)
@@ -2054,6 +2069,21 @@ def test_the_functions_known_to_make_new_arrays_do() -> None:
         "tensordot": lambda: np.tensordot(m, m, 1),
         "pinv": lambda: np.linalg.pinv(m),
         "cholesky": lambda: np.linalg.cholesky(m @ m.T + np.eye(3)),
+        "column_stack": lambda: np.column_stack([x]),
+        "dstack": lambda: np.dstack([x]),
+        "around": lambda: np.around(x),
+        "resize": lambda: np.resize(x, 6),
+        "median": lambda: np.median(m, axis=0),
+        "average": lambda: np.average(m, axis=0),
+        "select": lambda: np.select([x > 0], [x]),
+        "cov": lambda: np.cov(m),
+        "corrcoef": lambda: np.corrcoef(m),
+        "percentile": lambda: np.percentile(m, 50, axis=0),
+        "quantile": lambda: np.quantile(m, 0.5, axis=0),
+        "nanmean": lambda: np.nanmean(m, 0),
+        "nansum": lambda: np.nansum(m, axis=0),
+        "ediff1d": lambda: np.ediff1d(x),
+        "nan_to_num": lambda: np.nan_to_num(x),
     }
     not_numpy_functions = {"flatten", "tolist", "item", "all", "any", "argmax", "argmin"}
     not_numpy_functions |= {"shape", "size", "ndim"}
