@@ -40,11 +40,22 @@ SHARING = frozenset(
 # Functions and methods that surely make a new array (or a number), besides the NumPy
 # functions with derivative rules and NumPy's ufuncs (``_new_array_names``).
 _ALWAYS_NEW = frozenset(
-    {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like"}
-    | {"arange", "linspace", "eye", "identity", "copy", "flatten", "tolist", "item"}
+    {"zeros", "ones", "empty", "zeros_like", "ones_like", "empty_like", "full_like"}
+    | {"arange", "linspace", "eye", "identity", "flatten", "tolist", "item"}
     | {"all", "any", "argmax", "argmin", "argsort", "sort", "hstack", "vstack", "shape"}
-    | {"size", "ndim", "sum", "mean", "max", "min", "prod", "var", "std", "dot", "clip"}
-    | {"tile", "repeat", "kron", "cross", "tril", "triu", "take", "take_along_axis", "pad"}
+    | {
+        "size",
+        "ndim",
+        "tile",
+        "repeat",
+        "kron",
+        "cross",
+        "tril",
+        "triu",
+        "take",
+        "take_along_axis",
+        "pad",
+    }
     | {"append", "insert", "delete", "unique", "logspace", "geomspace", "vander"}
     | {"convolve", "correlate", "polyval", "interp", "tensordot", "pinv", "cholesky"}
     | {"column_stack", "dstack", "around", "resize", "median", "average", "select", "cov"}
@@ -305,15 +316,14 @@ class OwnedArrays:
         ``s = 0.0``, then ``t = s; s += w * x[i]`` in the loop: from the second iteration on
         ``s`` holds an array, which ``t = s`` shares, so ``s +=`` changes ``t`` as well.
         """
-        unsafe = set()
-        for (_, header, _), root in zip(back_edges, roots, strict=True):
-            entry = self.root(header)
-            if entry not in self.numbers or root in self.numbers:
-                continue
-            copies = [v for v, r in self.roots.items() if r == entry and v not in before]
-            if copies:
-                unsafe.add(entry)
-        return unsafe
+        copied = {root for version, root in self.roots.items() if version not in before}
+        return {
+            entry
+            for (_, header, _), root in zip(back_edges, roots, strict=True)
+            if (entry := self.root(header)) in self.numbers
+            and root not in self.numbers
+            and entry in copied
+        }
 
     def _spread_through_merges(self, unsafe: set[str]) -> None:
         """A merged version that may be an unsafe array is unsafe too: in a later iteration

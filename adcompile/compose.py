@@ -509,11 +509,14 @@ def _directions(args: tuple, k: int) -> Iterator[list[Any]]:
     return _basis([_zeros_like(a) for a in args], k, args[k])
 
 
-def _in_dtype_of(block: Any, leaf: Any, other: Any) -> Any:
-    """A Hessian block in the float dtype of its two parameters (float32 stays float32, as a
-    gradient has its parameter's dtype, whatever float64 constants the code mixes in)."""
+def _block(rows: list[Any], leaf: Any, other: Any) -> Any:
+    """The Hessian block of two leaves from its rows (one per element of ``leaf``), in the
+    float dtype of the two parameters: float32 stays float32, as a gradient has its
+    parameter's dtype, whatever float64 constants the code mixes in."""
     import numpy as np  # only array code gets here
 
+    shape = np.shape(leaf) + np.shape(other)
+    block = np.stack([np.asarray(r) for r in rows]).reshape(shape) if rows else np.zeros(shape)
     floats = [p.dtype for p in (leaf, other) if getattr(p, "dtype", None) is not None]
     floats = [dtype for dtype in floats if dtype.kind == "f"]
     if not floats:
@@ -535,15 +538,7 @@ def _rows_stacked(rows: list[Any], arg: Any, other: Any) -> Any:
         chunk = [_leaves(row) for row in rows[start : start + size]]
         start += size
         stacked = [
-            _in_dtype_of(
-                np.stack([np.asarray(row[m]) for row in chunk]).reshape(
-                    np.shape(leaf) + np.shape(other_leaf)
-                )
-                if chunk
-                else np.zeros(np.shape(leaf) + np.shape(other_leaf)),  # an empty leaf: no rows
-                leaf,
-                other_leaf,
-            )
+            _block([row[m] for row in chunk], leaf, other_leaf)
             for m, other_leaf in enumerate(_leaves(other))
         ]
         blocks.append(_rebuilt(other, iter(stacked)))

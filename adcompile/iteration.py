@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import messages
-from .astutil import builtin_call
+from .astutil import builtin_call, stored_names
 from .errors import UnsupportedSyntaxError
 from .names import NameTable
 from .source import FunctionSource
@@ -116,7 +116,7 @@ class IterationRewriter:
             index_target, value_targets = None, [target]
             parts = [(iterator.args[0] if kind == "reversed" else iterator, False)]
         sequences = [sequence for sequence, _ in parts]
-        prelude, seq_names, new_locals = self._sequence_names(sequences, _stored_in(stmt))
+        prelude, seq_names, new_locals = self._sequence_names(sequences, stored_names(stmt))
         counter = index_target if start is None and index_target else self.names.fresh_internal("k")
         new_locals.add(counter)
         body = [  # located at the sequence, where an error about reading it should point
@@ -284,14 +284,3 @@ class _Rename(ast.NodeTransformer):
         if node.id in self.renames:
             return ast.copy_location(ast.Name(id=self.renames[node.id], ctx=node.ctx), node)
         return node
-
-
-def _stored_in(loop: ast.For) -> set[str]:
-    """Every name the loop's targets and body store to (nested scopes included: a superset)."""
-    nodes = [loop.target, *loop.body, *loop.orelse]
-    return {
-        n.id
-        for node in nodes
-        for n in ast.walk(node)
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-    }

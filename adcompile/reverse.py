@@ -775,7 +775,7 @@ def _loads(statements: list[ast.stmt]) -> set[str]:
     for stmt in statements:
         if isinstance(stmt, ast.For):
             names.update(loads_in(stmt.iter))
-            names |= _loads(stmt.body) - _target_names_of(stmt.target)
+            names |= _loads(stmt.body) - set(names_in(stmt.target))
             names |= _loads(stmt.orelse)
         elif isinstance(stmt, ast.If | ast.While):
             names.update(loads_in(stmt.test))
@@ -783,10 +783,6 @@ def _loads(statements: list[ast.stmt]) -> set[str]:
         else:
             names.update(loads_in(stmt))
     return names
-
-
-def _target_names_of(target: ast.expr) -> set[str]:
-    return {node.id for node in ast.walk(target) if isinstance(node, ast.Name)}
 
 
 @dataclass

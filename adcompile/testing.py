@@ -116,11 +116,12 @@ def _one_sided_agreement(
         return symbolic
     if not (math.isfinite(left) and agrees(left, right, report.rtol, report.atol)):
         return symbolic
+    partial = (left + right) / 2
     report.notes.append(
         f"d/d{name} at {format_point(point)}: SymPy's formula gives {symbolic!r} there; "
-        f"the mpmath one-sided derivatives agree on {(left + right) / 2!r}"
+        f"the mpmath one-sided derivatives agree on {partial!r}"
     )
-    return (left + right) / 2
+    return partial
 
 
 def compare_with_sympy(
