@@ -108,6 +108,13 @@ def test_deep_chains_are_cut_short_without_changing_later_answers():
     assert not name_is_float(found, "v39")  # the same answer, asked again
 
 
+def assert_simplifies(cases: dict[str, str], *facts_given: object) -> None:
+    """Each expression ``before`` simplifies to the text ``after`` (with the facts given)."""
+    for before, after in cases.items():
+        got = ast.unparse(simplify(ast.parse(before, mode="eval").body, *facts_given))
+        assert got == after, before
+
+
 def test_simplify_drops_a_unit_factor_only_before_a_float():
     found = facts("b_f = 1.0\nq = x / y")
     cases = {
@@ -119,8 +126,7 @@ def test_simplify_drops_a_unit_factor_only_before_a_float():
         "b_f * math.cos(x)": "math.cos(x)",
         "b_f * 0.1 * 3 * (x * x)": "0.1 * 3 * (x * x)",
     }
-    for before, after in cases.items():
-        assert ast.unparse(simplify(ast.parse(before, mode="eval").body, found)) == after
+    assert_simplifies(cases, found)
 
 
 def test_a_literal_one_goes_only_where_the_type_stays():
@@ -138,9 +144,7 @@ def test_a_literal_one_goes_only_where_the_type_stays():
         "2.0 * t ** 1.0": "2.0 * t",  # the float factor makes the product a float anyway
         "t ** 1.0 * q": "t * q",
     }
-    for before, after in cases.items():
-        got = ast.unparse(simplify(ast.parse(before, mode="eval").body, found))
-        assert got == after, before
+    assert_simplifies(cases, found)
 
 
 def test_int_inputs_of_a_half_square_give_float_partials(tmp_path):
@@ -160,8 +164,7 @@ def test_int_inputs_of_a_half_square_give_float_partials(tmp_path):
 
 def test_constants_fold_only_where_the_result_is_exact():
     cases = {"0.5 * 4": "2.0", "3 - 1": "2", "0.1 * 3": "0.1 * 3", "1 / 3": "1 / 3"}
-    for before, after in cases.items():
-        assert ast.unparse(simplify(ast.parse(before, mode="eval").body)) == after
+    assert_simplifies(cases)
 
 
 def test_the_seed_stays_where_an_input_could_be_an_int(tmp_path):
