@@ -51,6 +51,7 @@ from .ir import (
     Var,
     atom_expr,
     fill_placeholders,
+    is_unbound_placeholder,
 )
 from .lower import lower_function
 from .names import output_label
@@ -505,9 +506,7 @@ class _Interpreter:
             target = self.display(stmt.target)
             self.labels[stmt.target] = ast.Name(id=target, ctx=ast.Load())
         # Copies the lowering adds (loop headers, merges of branches) read `x = x`: not shown.
-        visible = target != source_text and not (
-            isinstance(stmt.source, Const) and stmt.source.value is None
-        )
+        visible = target != source_text and not (is_unbound_placeholder(stmt.source))
         if visible:
             numbers = format_number(value)
             self._record("assign", stmt, target, f"{target} = {source_text}", numbers, value)

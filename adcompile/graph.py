@@ -33,6 +33,7 @@ from .ir import (
     Stmt,
     Var,
     fill_placeholders,
+    is_unbound_placeholder,
 )
 from .lower import lower_function
 from .names import output_label
@@ -190,7 +191,7 @@ class _StaticGraph:
         self.labels[stmt.target] = expr if temporary else _name(self.display(stmt.target))
 
     def copy(self, stmt: Copy, graph: Any, edge_label: str) -> None:
-        if isinstance(stmt.source, Const) and stmt.source.value is None:
+        if is_unbound_placeholder(stmt.source):
             return  # a placeholder for a variable not bound yet on this path
         if stmt.target not in self.merged:
             source, label = self.operand(stmt.source, graph)

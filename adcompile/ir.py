@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from types import EllipsisType
 
 from .astutil import LOAD, clone, substitute
 from .names import NameTable
@@ -26,9 +27,20 @@ class Var:
 
 @dataclass(frozen=True)
 class Const:
-    """A numeric literal."""
+    """A numeric literal, ``None``, or ``...`` (the placeholder ``UNBOUND``)."""
 
-    value: int | float | bool | None
+    value: int | float | bool | EllipsisType | None
+
+
+# What a variable holds on a path that has not bound it yet: merges copy it (a copy must read
+# a bound name) and checks before a read raise UnboundLocalError where they find it. Not None,
+# which the user's own variables (and parameters) may hold.
+UNBOUND = Const(...)
+
+
+def is_unbound_placeholder(atom: object) -> bool:
+    """Whether ``atom`` is the placeholder of a variable not bound yet on its path."""
+    return atom == UNBOUND
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from .desugar import Desugar
 from .errors import AdcompileError, NoDerivativeError, UnsupportedSyntaxError
 from .ir import (
     ARG_PLACEHOLDER,
+    UNBOUND,
     Apply,
     Atom,
     Const,
@@ -298,6 +299,7 @@ class Lowerer(ArrayLowering):
         # Reads of the user's locals that some path leaves unbound, and the checks made.
         self.unbound_reads: dict[tuple[int, int, str], bool] = {}
         self.in_opaque = False  # rewriting a test or a value with no derivative, whole
+        self.opaque_may_skip = False  # ... at a part of it Python may skip (`and` operands)
         self.bound_checks: set[tuple[int, str]] = set()
 
     # ----- entry point -------------------------------------------------------------------
@@ -561,11 +563,12 @@ class Lowerer(ArrayLowering):
             if a == b:
                 merged[var] = a
                 continue
-            # A path that never bound the variable gives it None: Python would never read it
-            # there, but later merges copy it, and a copy must read a bound name.
+            # A path that never bound the variable gives it the placeholder UNBOUND: Python
+            # would never read it there, but later merges copy it, and a copy must read a
+            # bound name.
             new = self.names.fresh(var)
-            left_block.append(Copy(new, Var(a) if a is not None else Const(None), line))
-            right_block.append(Copy(new, Var(b) if b is not None else Const(None), line))
+            left_block.append(Copy(new, Var(a) if a is not None else UNBOUND, line))
+            right_block.append(Copy(new, Var(b) if b is not None else UNBOUND, line))
             merged[var] = new
             if self.shared is not None:
                 self.shared.merged(new, var, [a, b])
@@ -624,26 +627,26 @@ class Lowerer(ArrayLowering):
         for var in carried:
             header = self.names.fresh(var)
             entry_of[header] = self.env.get(var)
-            # A variable first bound inside the loop starts as None, so that merges of paths
-            # that did not bind it yet read a defined name (as Python would never read it).
-            source = Var(self.env[var]) if var in self.env else Const(None)
+            # A variable first bound inside the loop starts as UNBOUND, so that merges of
+            # paths that did not bind it yet read a defined name (Python never reads it).
+            source = Var(self.env[var]) if var in self.env else UNBOUND
             entry.append(Copy(header, source, stmt.lineno))
             if var in self.env and self.shared is not None:
                 self.shared.carried(header, self.env[var])
             no_derivative = isinstance(source, Const) or source.name in self.loop_indices
             if no_derivative and _only_range_index(var, stmt.body):
-                self.loop_indices.add(header)  # an inner loop's index: an int, or None
+                self.loop_indices.add(header)  # an inner loop's index: an int, or UNBOUND
             self.env[var] = header
             headers.append(header)
         index_name = self._version(index) if index else None
         old_value: Atom | None = None  # the loop variable before the loop, if a merge needs it
         if index:
-            kept: Atom = Var(before) if before else Const(None)
+            kept: Atom = Var(before) if before else UNBOUND
             if rebinds:
                 # The header carries the variable's value (and derivative) past the loop and
                 # `for` sets the index before every read: this copy only binds the name, so
                 # it carries nothing (the old value's adjoint would gather every iteration's).
-                entry.append(Copy(index_name, Const(None), stmt.lineno))
+                entry.append(Copy(index_name, UNBOUND, stmt.lineno))
             elif before is None or before in self.loop_indices:
                 # After zero iterations the loop variable keeps its previous value (or none);
                 # with no derivative in it, a copy before the loop does.
@@ -820,8 +823,7 @@ class Lowerer(ArrayLowering):
     def _atom(self, node: ast.expr) -> Atom:
         """An operand: names and literals as they are, anything else into a temporary."""
         if isinstance(node, ast.Constant):
-            # None marks a variable not bound yet (generated code writes `i = None`).
-            return Const(None if node.value is None else self._number(node))
+            return self._constant(node)
         if isinstance(node, ast.Name):
             return self._name_atom(node)
         if (
@@ -919,19 +921,23 @@ class Lowerer(ArrayLowering):
 
     def _find_unbound_reads(self, body: list[ast.stmt]) -> None:
         """The user's reads that some path leaves unbound (before desugaring adds flags)."""
-        if getattr(self.fs.origin, "adcompile_recipe", None) is not None:
+        if self._reads_generated_code():
             # Generated code read again (a Hessian): its own checks say where the user's
-            # reads may be unbound. Its placeholders (`result_2 = None` on the path a
+            # reads may be unbound. Its placeholders (`result_2 = ...` on the path a
             # helper's early return skipped) are read only under the same tests that bound
-            # them, and a check would take the placeholder's None for unbound.
+            # them, and a check would take the placeholder for unbound.
             self.unbound_reads = {}
             return
         params = self.fs.param_names()
         self.unbound_reads = maybe_unbound_reads(body, params, assigned_names(body) - set(params))
 
+    def _reads_generated_code(self) -> bool:
+        """Whether the function lowered is a gradient adcompile generated (a Hessian)."""
+        return getattr(self.fs.origin, "adcompile_recipe", None) is not None
+
     def _check_bound(self, name: str, version: str, line: int) -> None:
         """Before a read of ``name`` that some path leaves unbound (``unbound.py``): raise
-        UnboundLocalError where it holds the placeholder None, as Python would."""
+        UnboundLocalError where it holds the placeholder UNBOUND (``...``), as Python would."""
         key = (id(self.block), version)
         if key in self.bound_checks:  # checked already, earlier in this block
             return
@@ -939,7 +945,7 @@ class Lowerer(ArrayLowering):
         test = ast.Compare(
             left=ast.Name(id=version, ctx=ast.Load()),
             ops=[ast.Is()],
-            comparators=[ast.Constant(None)],
+            comparators=[ast.Constant(UNBOUND.value)],
         )
         self._append_bound_check(test, frozenset({version}), name, line)
 
@@ -1200,6 +1206,14 @@ class Lowerer(ArrayLowering):
         self.block.append(Apply(target, rule, args, shape, node.lineno))
 
     # ----- names, attributes and callees -------------------------------------------------
+    def _constant(self, node: ast.Constant) -> Const:
+        """A number or None; also ``...`` in generated code read again (its placeholder)."""
+        if node.value is None:
+            return Const(None)
+        if node.value is UNBOUND.value and self._reads_generated_code():
+            return UNBOUND
+        return Const(self._number(node))
+
     def _number(self, node: ast.Constant) -> int | float | bool:
         value = node.value
         if isinstance(value, _NUMBER_TYPES):
@@ -1216,9 +1230,10 @@ class Lowerer(ArrayLowering):
             read = (node.lineno, node.col_offset, node.id) if self.unbound_reads else None
             conditional = self.unbound_reads.get(read) if read is not None else None
             # A read Python may skip is checked only where it is lowered on its own path
-            # (an arm of `a if c else b` becomes a branch), not inside a test or a value
-            # computed whole, where a check would run before Python decides to read.
-            if conditional is not None and not (conditional and self.in_opaque):
+            # (an arm of `a if c else b` becomes a branch, an `and` operand a statement of
+            # its own), not where a test computed whole may skip it: a check there would run
+            # before Python decides to read (a `while` test, a chained comparison).
+            if conditional is not None and not (self.in_opaque and self.opaque_may_skip):
                 self._check_bound(node.id, version, node.lineno)
             return Var(version)
         scope = self.closure
@@ -1421,7 +1436,7 @@ class Lowerer(ArrayLowering):
     # ----- values with no derivative -----------------------------------------------------
     def _opaque(self, node: ast.expr, target: str, no_rule: Exception | None = None) -> None:
         flags: list[str] = []
-        if not self.in_loop_test and self._calls_user_code(node):  # (a `while` test is
+        if not self.in_loop_test and self._needs_own_path(node):  # (a `while` test is
             # evaluated again each time round.) A copy: the parsed tree is cached and shared.
             node = self._hoisted_short_circuits(clone_located(node), flags)
         rewritten, reads = self._rewrite_opaque(node)
@@ -1434,14 +1449,15 @@ class Lowerer(ArrayLowering):
         function (``x > 0 and safe_log(x) > 0.5``), with that part computed before it by
         statements that call the function only where Python does: ``flag = x > 0`` then
         ``if flag: flag = safe_log(x) > 0.5``. Calls in a test are otherwise computed
-        before the test, as values, whatever it decides."""
-        if not self._calls_user_code(node):
+        before the test, as values, whatever it decides. The same for a guarded read of a
+        variable some path leaves unbound (``c > 0 and y != 0``): its check goes there."""
+        if not self._needs_own_path(node):
             return node
-        if isinstance(node, ast.BoolOp) and any(self._calls_user_code(v) for v in node.values[1:]):
+        if isinstance(node, ast.BoolOp) and any(self._needs_own_path(v) for v in node.values[1:]):
             flag = self._new_flag(flags)
             return self._flag(self._short_circuit(node, flag), node, flag)
         if isinstance(node, ast.IfExp) and (
-            self._calls_user_code(node.body) or self._calls_user_code(node.orelse)
+            self._needs_own_path(node.body) or self._needs_own_path(node.orelse)
         ):
             flag = self._new_flag(flags)
             chosen = ast.If(
@@ -1464,7 +1480,7 @@ class Lowerer(ArrayLowering):
     def _short_circuit(self, node: ast.expr, flag: str) -> list[ast.stmt]:
         """Statements leaving ``node``'s value in ``flag``, each operand of an `and`/`or`
         evaluated only if Python evaluates it."""
-        if not (isinstance(node, ast.BoolOp) and self._calls_user_code(node)):
+        if not (isinstance(node, ast.BoolOp) and self._needs_own_path(node)):
             return [self._flag_assign(flag, node)]
         statements = self._short_circuit(node.values[0], flag)
         for value in node.values[1:]:
@@ -1494,6 +1510,20 @@ class Lowerer(ArrayLowering):
         """Whether ``node`` calls a function of the user's or sums a generator."""
         return any(child.__class__ is ast.Call and self._runs_code(child) for child in walk(node))
 
+    def _needs_own_path(self, node: ast.expr) -> bool:
+        """Whether a part of a test Python may skip must be lowered on its own path: it
+        calls the user's code, or reads a variable that may be unbound there."""
+        return self._calls_user_code(node) or self._reads_maybe_unbound(node)
+
+    def _reads_maybe_unbound(self, node: ast.expr) -> bool:
+        """Whether ``node`` reads a variable some path leaves unbound, where Python may
+        skip the read (``unbound.py``)."""
+        reads = self.unbound_reads
+        return bool(reads) and any(
+            child.__class__ is ast.Name and reads.get((child.lineno, child.col_offset, child.id))
+            for child in walk(node)
+        )
+
     def _runs_code(self, call: ast.Call) -> bool:
         """A call lowered into statements (the user's function inlined, a loop summing a
         generator): in a test, it is computed before the test as a value."""
@@ -1507,11 +1537,12 @@ class Lowerer(ArrayLowering):
     def _rewrite_opaque(self, node: ast.expr) -> tuple[ast.expr, set[str]]:
         """Copy a test expression with names renamed and callees made canonical."""
         rewriter = _OpaqueRewriter(self)
-        was, self.in_opaque = self.in_opaque, True
+        was = self.in_opaque, self.opaque_may_skip
+        self.in_opaque, self.opaque_may_skip = True, False
         try:
             return rewriter.visit(clone_located(node)), rewriter.reads
         finally:
-            self.in_opaque = was
+            self.in_opaque, self.opaque_may_skip = was
 
 
 def _is_number_tuple(value: object) -> bool:
@@ -1541,6 +1572,31 @@ class _OpaqueRewriter(ast.NodeTransformer):
         if isinstance(atom, Var):
             self.reads.add(atom.name)
         return ast.copy_location(atom_expr(atom), name)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.expr:
+        first, *rest = node.values
+        node.values = [self.visit(first), *self._may_skip(rest)]
+        return node
+
+    def visit_IfExp(self, node: ast.IfExp) -> ast.expr:
+        node.test = self.visit(node.test)
+        node.body, node.orelse = self._may_skip([node.body, node.orelse])
+        return node
+
+    def visit_Compare(self, node: ast.Compare) -> ast.expr:
+        node.left = self.visit(node.left)
+        first, *rest = node.comparators
+        node.comparators = [self.visit(first), *self._may_skip(rest)]
+        return node
+
+    def _may_skip(self, parts: list[ast.expr]) -> list[ast.expr]:
+        """Rewrite parts of the test that Python evaluates only on some paths."""
+        lowerer = self.lowerer
+        was, lowerer.opaque_may_skip = lowerer.opaque_may_skip, True
+        try:
+            return [self.visit(part) for part in parts]
+        finally:
+            lowerer.opaque_may_skip = was
 
     def visit_Attribute(self, attr: ast.Attribute) -> ast.expr:
         lowerer = self.lowerer

@@ -74,7 +74,7 @@ def shape_facts(fn: CoreFunction) -> ShapeFacts:
 
 
 def _is_number(atom: Atom) -> bool:
-    return isinstance(atom, Const) and atom.value is not None
+    return isinstance(atom, Const) and isinstance(atom.value, int | float)
 
 
 def _shaped_as(facts: ShapeFacts, target: str, like: Atom) -> None:

@@ -253,3 +253,119 @@ def test_a_local_function_reading_an_unbound_enclosing_variable(tmp_path, name):
             grad(fn, mode=mode)(-0.5)
     expected = 2.0 if name.startswith("lambda") else 2.0 * 1.5 + 1.0
     assert grad(fn)(1.5) == pytest.approx(expected)
+
+
+GUARDED_READS = """
+def after_and(x, c):
+    if c > 1:
+        y = x
+    if c > 0 and y != 0.0:
+        return x * 3.0
+    return x * 2.0
+
+
+def after_or_not(x, c):
+    if c > 1:
+        y = x
+    return x * 3.0 if (c <= 0 or not y) else x * 2.0
+
+
+def in_an_arm_of_a_test(x, c):
+    if c > 1:
+        y = x
+    return x * 3.0 if ((y if c > 0 else 1.0) > 0.5) else x * 2.0
+
+
+def nested_in_and(x, c):
+    if c > 1:
+        y = x
+    if c > 0 and (c > 5 or y > 0.0):
+        return x * 3.0
+    return x * 2.0
+"""
+
+
+@pytest.mark.parametrize(
+    "name", ["after_and", "after_or_not", "in_an_arm_of_a_test", "nested_in_and"]
+)
+def test_a_guarded_read_is_checked_where_python_makes_it(tmp_path, name):
+    """A read after `and`/`or` or in an arm of a test's `a if c else b` went unchecked: at
+    c = 0.5, where Python reads the unbound `y` and raises, the gradient returned a number
+    (the placeholder took part in `!=`, `not`, `>`). Python itself is the reference."""
+    fn = getattr(module_from_source(tmp_path, GUARDED_READS), name)
+    transforms = {
+        "reverse": grad(fn, wrt=0),
+        "forward": grad(fn, wrt=0, mode="forward"),
+        "unoptimised": grad(fn, wrt=0, optimize=False),
+        "value_and_grad": value_and_grad(fn, wrt=0),
+        "jvp": lambda *a: jvp(fn, a, (1.0, 0.0)),
+    }
+    with pytest.raises(UnboundLocalError):
+        fn(0.7, 0.5)
+    for label, transform in transforms.items():
+        with pytest.raises(UnboundLocalError):
+            transform(0.7, 0.5)
+        for c in (-1.0, 2.0, 6.0):  # where Python skips the read, or y is bound
+            slope = fn(1.0, c) / 1.0  # each function is 2x or 3x: the slope is f(1)
+            assert grad(fn, wrt=0)(0.7, c) == slope, (label, c)
+            assert value_and_grad(fn, wrt=0)(0.7, c) == (fn(0.7, c), slope), (label, c)
+
+
+NONE_VALUES = """
+def none_in_the_loop(x, p):
+    for v in p:
+        found = None
+        if v > 2.0:
+            found = v
+    if found is None:
+        return x * x
+    return found * x
+
+
+def returns_none(c):
+    if c > 0:
+        return None
+    return c
+
+
+def none_from_a_helper(x, c, n):
+    for i in range(n):
+        y = returns_none(c)
+    if y is None:
+        return x * x
+    return y * x
+
+
+def none_from_a_parameter(x, n, s=None):
+    for i in range(n):
+        y = s
+    if y is None:
+        return x * x
+    return y * x
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "expected", "unbound_at"),
+    [
+        ("none_in_the_loop", (1.5, [1.0, 1.0]), 3.0, (1.5, [])),  # None: d(x * x) = 2x
+        ("none_in_the_loop", (1.5, [1.0, 3.0]), 3.0, (1.5, [])),  # found = 3.0: d(3x) = 3
+        ("none_from_a_helper", (1.5, 1.0, 1), 3.0, (1.5, 1.0, 0)),
+        ("none_from_a_helper", (1.5, -2.0, 1), -2.0, (1.5, 1.0, 0)),
+        ("none_from_a_parameter", (1.5, 1), 3.0, (1.5, 0)),
+        ("none_from_a_parameter", (1.5, 1, 4.0), 4.0, (1.5, 0, 4.0)),
+    ],
+)
+def test_a_variable_holding_none_is_not_taken_for_unbound(
+    tmp_path, name, args, expected, unbound_at
+):
+    """The placeholder of an unbound variable was None, so a variable that may be unbound
+    and holds the user's own None raised UnboundLocalError where the function returns."""
+    fn = getattr(module_from_source(tmp_path, NONE_VALUES), name)
+    for mode in ("reverse", "forward"):
+        assert grad(fn, wrt=0, mode=mode)(*args) == expected
+        with pytest.raises(UnboundLocalError):  # the loop ran zero times
+            grad(fn, wrt=0, mode=mode)(*unbound_at)
+    assert value_and_grad(fn, wrt=0)(*args) == (fn(*args), expected)
+    with pytest.raises(UnboundLocalError):
+        fn(*unbound_at)
