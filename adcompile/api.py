@@ -25,7 +25,7 @@ from .errors import UnsupportedSyntaxError
 from .floats import ARRAY_FACTS, NO_FACTS, ArrayFacts, FloatFacts
 from .forward import build_forward_gradient, build_jvp
 from .in_place import scatter_in_place
-from .ir import CoreFunction, If, Loop, Stmt, helper_alias
+from .ir import Apply, CoreFunction, If, Loop, Stmt, helper_alias
 from .lower import is_array_code, lower_function
 from .optimize import choose_passes, finish_array_code
 from .optimize import optimize as run_passes
@@ -118,6 +118,8 @@ class Generated:
     # The helper functions (``array_helpers.py``) the module defines: name -> alias.
     helpers: dict[str, str] = field(default_factory=dict)
     array_code: bool = False  # compiled for NumPy arrays (else for numbers)
+    # Raised if the generated function is differentiated again (``Apply.reread_refusal``).
+    reread_refusal: Exception | None = None
 
 
 Optimize = bool | Sequence[str]
@@ -198,7 +200,10 @@ def generate(
     n_outputs = None if core.outputs is None else len(core.outputs)
     arrays = external_arrays(functions)
     helpers = used_helpers(functions)
-    return Generated(text, name, _has_loops(core.body), n_outputs, arrays, helpers, core.array_mode)
+    refusal = _reread_refusal(core.body)
+    return Generated(
+        text, name, _has_loops(core.body), n_outputs, arrays, helpers, core.array_mode, refusal
+    )
 
 
 def _still_defined(
@@ -303,6 +308,19 @@ def _has_loops(block: list[Stmt]) -> bool:
     return False
 
 
+def _reread_refusal(block: list[Stmt]) -> Exception | None:
+    """The refusal of the first application whose code cannot be differentiated again."""
+    for stmt in block:
+        if isinstance(stmt, Apply) and stmt.reread_refusal is not None:
+            return stmt.reread_refusal
+        inner = [getattr(stmt, "body", None), getattr(stmt, "orelse", None)]
+        for body in inner:
+            refusal = _reread_refusal(body) if isinstance(body, list) else None
+            if refusal is not None:
+                return refusal
+    return None
+
+
 def _purpose(name: str, choice: WrtChoice, kind: str, extra: list[str]) -> str:
     partials = ", ".join(f"d{name}/d{p}" for p in choice.names)
     shown = partials if choice.bare else f"({partials})"
@@ -364,6 +382,9 @@ def compile_transform(
             "grad(grad(grad(f))), jacobian(grad(grad(f))) or hessian(grad(f))"
         )
     _check_composable(fn, kind)
+    refusal = getattr(fn, "adcompile_reread_refusal", None)
+    if refusal is not None:
+        raise type(refusal)(refusal.message, refusal.location)
     fn = _differentiable_version(fn)
     with _collector_paused():
         generated = generate(load_function(fn), kind, wrt, mode, optimize)
@@ -385,6 +406,7 @@ def compile_transform(
     function.adcompile_recipe = Recipe(fn, kind, wrt, mode, generated.has_loops)
     function.adcompile_outputs = generated.n_outputs
     function.adcompile_array_code = generated.array_code
+    function.adcompile_reread_refusal = generated.reread_refusal
     return function
 
 

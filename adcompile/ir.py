@@ -88,6 +88,9 @@ class Apply:
     # Raised if forward mode needs this application's tangent: a user rule on arrays gives
     # a vector-Jacobian product, from which no Jacobian-vector product follows in general.
     tangent_refusal: Exception | None = None
+    # Raised if a gradient holding ``forward`` is differentiated again: the inlined body's
+    # own derivative is not the rule's (a stop-gradient's rule gives none).
+    reread_refusal: Exception | None = None
 
     def primal_expr(self) -> ast.expr:
         """The primal expression in the user's spelling, operands filled in."""

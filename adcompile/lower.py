@@ -1098,6 +1098,8 @@ class Lowerer(ArrayLowering):
         placeholders = [_placeholder(i) for i in range(len(atoms))]
         shape = ast.Call(func=ast.Name(id=fs.name, ctx=ast.Load()), args=placeholders, keywords=[])
         apply = Apply(target, rule, atoms, shape, node.lineno, forward)
+        message = messages.user_rule_differentiated_again(fs.name)
+        apply.reread_refusal = self._error(NoDerivativeError, node, message)
         if self.array_mode:
             message = messages.user_rule_in_forward_mode(fs.name)
             apply.tangent_refusal = self._error(NoDerivativeError, node, message)

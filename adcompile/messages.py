@@ -353,6 +353,16 @@ def user_rule_in_forward_mode(name: str) -> str:
     )
 
 
+def user_rule_differentiated_again(name: str) -> str:
+    """A gradient that inlined the body of a Python function with a user rule, compiled again."""
+    return (
+        f"second derivatives through `{name}`, which has your own derivative rule, are not "
+        f"supported yet: the gradient computes `{name}`'s value with its inlined body, and "
+        "differentiating that again would follow the body's derivative, not your rule's "
+        "(first derivatives, grad, jvp, vjp and jacobian, use the rule)"
+    )
+
+
 def user_rule_in_looped_hessian(name: str) -> str:
     """``hessian`` of NumPy code with loops through a user rule on arrays."""
     return (
