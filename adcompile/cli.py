@@ -32,7 +32,6 @@ from .source import (
     UnreadDefault,
     load_from_file,
     load_function,
-    static_defaults,
 )
 from .symbolic import NoSamplePoints
 
@@ -377,7 +376,7 @@ def define_statically(fs: FunctionSource) -> Callable[..., Any]:
     namespace = {k: v for k, v in fs.namespace.items() if not isinstance(v, StaticFunction)}
     namespace[_UNREAD] = object()  # a default known only by running the file: unusable
     defs = [
-        _static_definition(value.node, static_defaults(value.node, fs.namespace))
+        _static_definition(value.node, value.defaults)
         for value in fs.namespace.values()
         if isinstance(value, StaticFunction)
     ]

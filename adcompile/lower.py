@@ -1028,6 +1028,11 @@ class Lowerer(ArrayLowering):
         if user_source is not None:
             self._call_user_function(node, target, callee, user_source)
             return
+        if isinstance(callee, ComputedGlobal):  # `from helpers import h` in a file read only
+            name = ast.unparse(node.func)
+            raise self._error(
+                UnsupportedSyntaxError, node.func, messages.computed_global(name, callee)
+            )
         if node.keywords:
             message = messages.CALL_KEYWORDS
             if callee in (builtins.min, builtins.max, builtins.sum):
@@ -1140,6 +1145,9 @@ class Lowerer(ArrayLowering):
             return self._atom(binding.expr)
         if isinstance(binding.default, _NUMBER_TYPES):
             return Const(binding.default)
+        literal = _number_tuple_literal(binding.default)
+        if literal is not None:  # `w=(1.0, 2.0)`: as if passed (a value with no derivative)
+            return self._atom(ast.fix_missing_locations(ast.copy_location(literal, node)))
         message = messages.default_not_number(binding.param, binding.default)
         raise self._error(UnsupportedSyntaxError, node, message)
 
@@ -1545,6 +1553,18 @@ class Lowerer(ArrayLowering):
             return rewriter.visit(clone_located(node)), rewriter.reads
         finally:
             self.in_opaque, self.opaque_may_skip = was
+
+
+def _number_tuple_literal(value: object) -> ast.expr | None:
+    """A tuple of finite numbers (or of such tuples) written as a literal, else None."""
+    if isinstance(value, _NUMBER_TYPES) and math.isfinite(value):
+        return ast.Constant(value=value)
+    if not isinstance(value, tuple):
+        return None
+    items = [_number_tuple_literal(item) for item in value]
+    if any(item is None for item in items):
+        return None
+    return ast.Tuple(elts=items, ctx=ast.Load())
 
 
 def _is_number_tuple(value: object) -> bool:

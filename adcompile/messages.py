@@ -375,11 +375,12 @@ def user_rule_in_looped_hessian(name: str) -> str:
 
 def computed_global(name: str, value: object) -> str:
     """A module-level name assigned from an expression, in a file read without running it."""
+    code = value.statement.startswith(("@", "import ", "from "))  # no literal can replace it
     return (
         f"`{name}` comes from `{value.statement}` {value.where}, which does not run when "
         "the file is given as PATH.py (it is read, so only literal constants and imports of "
-        "math and numpy are known); write a literal instead, or name the module "
-        "(`package.module:FUNC`) so that it is imported"
+        f"math and numpy are known); {'' if code else 'write a literal instead, or '}name the "
+        "module (`package.module:FUNC`) so that it is imported"
     )
 
 

@@ -249,15 +249,15 @@ class StaticFunction:
     filename: str
     lines: list[str]
     namespace: Mapping[str, object]
+    defaults: tuple  # read where the def stands in the file, as Python evaluates them
 
     def __repr__(self) -> str:
         return f"<function {self.node.name} of {os.path.basename(self.filename)} (not run)>"
 
     def source(self) -> FunctionSource:
         """The function as a FunctionSource, resolving names in its own file."""
-        defaults = static_defaults(self.node, self.namespace)
         return FunctionSource(
-            self.node, self.filename, self.lines, self.namespace, self.node.name, defaults
+            self.node, self.filename, self.lines, self.namespace, self.node.name, self.defaults
         )
 
 
@@ -390,8 +390,12 @@ def static_namespace(
     """Names a file defines at module level, resolved without running it."""
     names: dict[str, object] = dict(vars(builtins))
     for stmt in tree.body:
-        if isinstance(stmt, ast.FunctionDef):
-            names[stmt.name] = StaticFunction(stmt, filename, list(lines), names)
+        if isinstance(stmt, ast.FunctionDef) and stmt.decorator_list:  # unknown until it runs
+            decorator = f"@{ast.unparse(stmt.decorator_list[0])}"
+            names[stmt.name] = ComputedGlobal(decorator, f"on `def {stmt.name}` at module level")
+        elif isinstance(stmt, ast.FunctionDef):
+            defaults = static_defaults(stmt, names)  # the names bound so far, as Python reads
+            names[stmt.name] = StaticFunction(stmt, filename, list(lines), names, defaults)
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
                 module = _static_import(alias.name)
@@ -504,11 +508,16 @@ def load_from_file(path: str, func_name: str) -> FunctionSource:
     node = functions[func_name]
     lines = text.splitlines(keepends=True)
     namespace = static_namespace(tree, filename, lines)
+    bound = namespace.get(func_name)
+    if isinstance(bound, StaticFunction) and bound.node is node:
+        defaults = bound.defaults  # read where the def stands
+    else:  # decorated, or bound again later: its own defaults, read at the end of the file
+        defaults = static_defaults(node, namespace)
     return FunctionSource(
         node=node,
         filename=filename,
         lines=lines,
         namespace=namespace,
         name=func_name,
-        defaults=static_defaults(node, namespace),
+        defaults=defaults,
     )

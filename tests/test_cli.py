@@ -579,3 +579,86 @@ def test_messages_for_a_missing_rule_and_a_module_read_in_static_mode(capsys, tm
     err = capsys.readouterr().err
     assert "`helpers_elsewhere` comes from `import helpers_elsewhere`" in err
     assert "package.module:FUNC" in err
+
+
+STATIC_READING = """
+import functools
+
+K = 2.0
+
+
+def doubled(fn):
+    @functools.wraps(fn)
+    def wrapper(x):
+        return 2.0 * fn(x)
+
+    return wrapper
+
+
+@doubled
+def twice_square(x):
+    return x * x
+
+
+def scaled(x, k=K):
+    return x * k
+
+
+K = 5.0
+
+
+def through_decorated(x):
+    return twice_square(x) + x
+
+
+def through_default(x):
+    return scaled(x) + x * K
+
+
+def keyword_call(x):
+    return imported_helper(x, p=2.0)
+
+
+from helpers_not_installed import imported_helper
+"""
+
+
+def _numeric_derivative(fn, x: float) -> float:
+    h = 1e-6
+    return (fn(x + h) - fn(x - h)) / (2 * h)
+
+
+def test_static_reading_takes_defaults_where_the_def_stands_and_refuses_decorators(
+    capsys, tmp_path
+):
+    """PATH.py mode read `k=K` as K's last value in the file (5.0, not the 2.0 Python binds
+    when the def runs) and ignored `@doubled` on a helper: `check` then said OK to a wrong
+    gradient, since its SymPy reference came from the same reading. The reference here is
+    the module itself, run, differentiated numerically."""
+    target = tmp_path / "static_reading.py"
+    target.write_text(STATIC_READING)
+    module = module_from_source(tmp_path, STATIC_READING.replace("from helpers_not", "# from"))
+    expected = _numeric_derivative(module.through_default, 0.7)  # 2 + 5
+    assert main(["check", f"{target}:through_default", "--at", "x=0.7"]) == 0
+    assert "OK: matches SymPy" in capsys.readouterr().out
+    assert main(["dump", f"{target}:through_default"]) == 0
+    dumped: dict = {}
+    exec(capsys.readouterr().out, dumped)  # the dump is a standalone module
+    assert dumped["through_default_grad"](0.7) == pytest.approx(expected, rel=1e-8)
+    assert main(["dump", f"{target}:through_decorated"]) == 1
+    err = capsys.readouterr().err
+    assert "`twice_square` comes from `@doubled` on `def twice_square`" in err
+    assert "write a literal" not in err and "package.module:FUNC" in err
+    # imported, the decorated helper is the wrapper, and the gradient follows it (4x + 1)
+    slope = _numeric_derivative(module.through_decorated, 0.7)
+    assert grad(module.through_decorated)(0.7) == pytest.approx(slope, rel=1e-8)
+
+
+def test_a_keyword_call_of_a_helper_a_file_imports_says_the_import_does_not_run(capsys, tmp_path):
+    """It said "keyword arguments are not supported in calls here" instead."""
+    target = tmp_path / "static_keyword.py"
+    target.write_text(STATIC_READING)
+    assert main(["dump", f"{target}:keyword_call"]) == 1
+    err = capsys.readouterr().err
+    assert "`imported_helper` comes from `from helpers_not_installed import" in err
+    assert "keyword arguments" not in err

@@ -393,3 +393,29 @@ def test_a_modules_functions_and_constants_read_through_the_module(
     assert "names_consts_K = 3.0" in grad(module.f).source
     w = np.array([0.5, -1.0])
     np.testing.assert_allclose(grad(module.g)(w), 6.0 * w, rtol=1e-15)
+
+
+def test_a_helpers_tuple_default_is_passed_as_a_literal(tmp_path: Path) -> None:
+    """`def weighted(x, w=(1.0, 2.5))` called as `weighted(x)` was refused ("only numbers
+    can be passed here"), though passing the same tuple compiles."""
+    module = module_from_source(
+        tmp_path,
+        """
+        import math
+
+
+        def weighted(x, w=(1.0, 2.5), pairs=((0.5, -1.0),)):
+            s = 0.0
+            for v in w:
+                s = s + v * math.sin(x)
+            for a, b in pairs:
+                s = s + a * x * b
+            return s
+
+
+        def f(x):
+            return weighted(x) * x
+        """,
+    )
+    assert_grad_matches_mp(module.f, [{"x": 0.3}, {"x": -1.7}])
+    assert "w = 1.0, 2.5" in grad(module.f).source
