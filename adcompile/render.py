@@ -12,6 +12,7 @@ import ast
 import functools
 import itertools
 import linecache
+import math
 import textwrap
 import warnings
 from collections.abc import Callable
@@ -162,6 +163,11 @@ def _with_comments(
 def _default_literal(value: object, fs: FunctionSource) -> ast.expr:
     if isinstance(value, UnreadDefault):
         raise UnsupportedSyntaxError(f"the default {value!r}", fs.locate(fs.node))
+    if isinstance(value, float) and not math.isfinite(value):  # `hi=math.inf`: no literal
+        text = repr(value)  # 'inf', '-inf' or 'nan'
+        return ast.Call(
+            func=ast.Name(id="float", ctx=ast.Load()), args=[ast.Constant(text)], keywords=[]
+        )
     try:
         literal = ast.parse(repr(value), mode="eval").body
         if ast.literal_eval(literal) == value:

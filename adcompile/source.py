@@ -331,7 +331,10 @@ def _static_import(module: str) -> object | None:
     root = module.split(".")[0]
     if root not in STATIC_MODULES:
         return None
-    return importlib.import_module(module)
+    try:
+        return importlib.import_module(module)
+    except ImportError:  # `import math.foo`: Python fails there too; unknown, as if not run
+        return None
 
 
 def literal_value(node: ast.expr) -> object | None:
@@ -364,12 +367,26 @@ def static_defaults(node: ast.FunctionDef, namespace: Mapping[str, object]) -> t
             continue
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             pass
-        known = namespace.get(expr.id) if isinstance(expr, ast.Name) else None
-        if isinstance(known, bool | int | float | str | tuple) and known is not None:
+        known = _static_constant(expr, namespace)
+        if isinstance(known, bool | int | float | str | tuple):
             values.append(known)
         else:
             values.append(UnreadDefault(ast.unparse(expr)))
     return tuple(values)
+
+
+def _static_constant(expr: ast.expr, namespace: Mapping[str, object]) -> object | None:
+    """``K``, ``math.inf``, ``-math.pi``: a name's or a static module's constant, else None."""
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        value = _static_constant(expr.operand, namespace)
+        return -value if isinstance(value, int | float) else None
+    if isinstance(expr, ast.Name):
+        return namespace.get(expr.id)
+    if isinstance(expr, ast.Attribute):
+        module = _static_constant(expr.value, namespace)
+        is_static = isinstance(module, types.ModuleType) and module.__name__ in STATIC_MODULES
+        return getattr(module, expr.attr, None) if is_static else None
+    return None
 
 
 class ComputedGlobal:
@@ -417,6 +434,9 @@ def static_namespace(
                     names[bound] = getattr(module, alias.name)
                 elif alias.name != "*":
                     names[bound] = ComputedGlobal(ast.unparse(stmt))
+                else:  # a module not imported may rebind any name the file bound so far
+                    computed = ComputedGlobal(ast.unparse(stmt))
+                    names.update({n: computed for n in names if n not in vars(builtins)})
         elif isinstance(stmt, ast.Assign | ast.AnnAssign) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             value = literal_value(stmt.value)
@@ -435,6 +455,10 @@ def static_namespace(
     return names
 
 
+# Nodes that bind (or unbind) the identifier in their `name` field, not through a Name.
+_BINDS_BY_NAME = (ast.MatchAs, ast.MatchStar, ast.ExceptHandler)
+
+
 def _mark_computed(node: ast.AST, stmt: ast.stmt, names: dict[str, object]) -> None:
     """Every module-level name ``node`` binds is known only by running ``stmt``."""
     computed = ComputedGlobal(ast.unparse(stmt).splitlines()[0])
@@ -443,6 +467,10 @@ def _mark_computed(node: ast.AST, stmt: ast.stmt, names: dict[str, object]) -> N
         current = stack.pop()
         if isinstance(current, ast.Name) and not isinstance(current.ctx, ast.Load):
             names[current.id] = computed
+        elif isinstance(current, _BINDS_BY_NAME) and isinstance(current.name, str):
+            names[current.name] = computed  # `case K:`, `except E as K:`
+        elif isinstance(current, ast.MatchMapping) and current.rest:
+            names[current.rest] = computed  # `case {**K}:`
         elif isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names[current.name] = computed  # its body is another scope
             continue

@@ -662,3 +662,79 @@ def test_a_keyword_call_of_a_helper_a_file_imports_says_the_import_does_not_run(
     err = capsys.readouterr().err
     assert "`imported_helper` comes from `from helpers_not_installed import" in err
     assert "keyword arguments" not in err
+
+
+REBOUND_WITHOUT_A_NAME_NODE = """
+import math
+
+K = 2.0
+A = 2.0
+B = 2.0
+C = 2.0
+
+match math.pi:
+    case K:
+        pass
+
+try:
+    pass
+except ValueError as A:
+    pass
+
+
+def by_match(x):
+    return x * K
+
+
+def by_except(x):
+    return x * A
+
+
+def by_star_import(x):
+    return x * B
+"""
+
+
+@pytest.mark.parametrize(
+    ("func", "statement"),
+    [
+        ("by_match", "match math.pi:"),
+        ("by_except", "try:"),
+        ("by_star_import", "from constants_not_installed import *"),
+    ],
+)
+def test_constants_rebound_by_running_code_without_a_name_are_unknown(
+    capsys, tmp_path, func, statement
+):
+    """`case K:`, `except ... as A` (which unbinds A) and a star import of a module not
+    imported rebind names with no `Name` node: PATH.py mode kept the literal 2.0."""
+    target = tmp_path / "rebound.py"
+    source = REBOUND_WITHOUT_A_NAME_NODE
+    if func == "by_star_import":  # it may rebind every name: the others too
+        source = source.replace("\ndef by_match", f"\n{statement}\n\n\ndef by_match")
+    target.write_text(source)
+    assert main(["dump", f"{target}:{func}"]) == 1
+    assert f"comes from `{statement}" in capsys.readouterr().err
+
+
+def test_a_default_of_a_static_module_constant_and_an_unimportable_submodule(capsys, tmp_path):
+    """`hi=math.inf` was refused twice: in PATH.py mode as "known only by running the file",
+    and by grad itself ("cannot be written into generated code"); `import math.foo` (an
+    ImportError when the file runs) crashed the CLI with an internal error."""
+    target = tmp_path / "static_defaults.py"
+    target.write_text(
+        "import math\n\n\ndef f(x, hi=math.inf, lo=-math.inf):\n"
+        "    return min(x * x, hi) + max(x, lo)\n"
+    )
+    broken = tmp_path / "unimportable.py"
+    broken.write_text(target.read_text().replace("import math\n", "import math.foo\n", 1))
+    assert main(["dump", f"{broken}:f", "--wrt", "x"]) == 1
+    err = capsys.readouterr().err  # `math` is unknown: Python stops at the import
+    assert "the default `math.inf`, which is known only by running the file" in err
+    assert main(["dump", f"{target}:f", "--wrt", "x"]) == 0
+    dumped: dict = {}
+    exec(capsys.readouterr().out, dumped)
+    assert dumped["f_grad"](1.5) == 2.0 * 1.5 + 1.0
+    assert dumped["f_grad"](1.5, 1.0) == 1.0  # min picks hi = 1.0: no derivative
+    module = module_from_source(tmp_path, target.read_text())
+    assert grad(module.f, wrt="x")(-2.5) == 2.0 * -2.5 + 1.0
