@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import builtins
 import copy
 import dataclasses
 import importlib
@@ -373,7 +374,13 @@ def _has_nan(points: list) -> bool:
 def define_statically(fs: FunctionSource) -> Callable[..., Any]:
     """Define a file's functions without running any of its code: no module code, and no
     default, decorator or annotation expression (defaults are the values read statically)."""
-    namespace = {k: v for k, v in fs.namespace.items() if not isinstance(v, StaticFunction)}
+    # Builtins stay out: in the module's globals they would hide the stand-ins the mpmath
+    # reference puts in for them (its `float` keeps mpmath numbers).
+    namespace = {
+        k: v
+        for k, v in fs.namespace.items()
+        if not isinstance(v, StaticFunction) and getattr(builtins, k, None) is not v
+    }
     namespace[_UNREAD] = object()  # a default known only by running the file: unusable
     defs = [
         _static_definition(value.node, value.defaults)

@@ -738,3 +738,16 @@ def test_a_default_of_a_static_module_constant_and_an_unimportable_submodule(cap
     assert dumped["f_grad"](1.5, 1.0) == 1.0  # min picks hi = 1.0: no derivative
     module = module_from_source(tmp_path, target.read_text())
     assert grad(module.f, wrt="x")(-2.5) == 2.0 * -2.5 + 1.0
+
+
+def test_check_of_a_file_against_mpmath_keeps_float_a_stand_in(capsys, tmp_path):
+    """The file's functions were defined with every builtin in their globals, which hid the
+    mpmath reference's `float` stand-in: `float(x)` rounded the perturbation away, the
+    reference said 0.0, and a right gradient (3.0 = d/dx 3x) was reported as MISMATCH."""
+    target = tmp_path / "floats.py"
+    target.write_text(
+        "def g(x, n):\n    s = 0.0\n    for i in range(n):\n        s = s + float(x)\n"
+        "    return s\n"
+    )
+    assert main(["check", f"{target}:g", "--at", "x=1.5,n=3", "--wrt", "x"]) == 0
+    assert "OK: matches the mpmath reference" in capsys.readouterr().out
