@@ -316,7 +316,7 @@ class Lowerer(ArrayLowering):
         self.locals = set(params) | assigned_names(body)
         self._check_einsum_subscripts(node)
         self.math_alias = self._choose_math_alias()
-        if uses_numpy(node, self.fs.namespace, self.locals) or _generated_array_code(self.fs):
+        if uses_numpy(self.fs, self.locals) or _generated_array_code(self.fs):
             self._enter_array_mode(params)
         for name in params:
             self.env[name] = name
@@ -1755,7 +1755,7 @@ def is_array_code(fs: FunctionSource) -> bool:
         return is_array_code(load_function(recipe.primal))
     body = fs.node.body if isinstance(fs.node.body, list) else []  # a lambda binds nothing
     local = set(fs.param_names()) | assigned_names(body)
-    return uses_numpy(fs.node, fs.namespace, local)
+    return uses_numpy(fs, local)
 
 
 def lower_function(

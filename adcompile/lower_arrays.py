@@ -33,7 +33,7 @@ from .errors import AdcompileError, NoDerivativeError, UnsupportedSyntaxError
 from .ir import ARG_PLACEHOLDER, Apply, Copy, Opaque, Var, helper_alias
 from .rules import Rule
 from .rules.registry import REQUIRED, array_rules, lookup_rule
-from .source import StaticFunction, load_function
+from .source import FunctionSource, StaticFunction, UnreadDefault, load_function
 
 # Array methods and the NumPy function whose rule each one takes (``x.sum()`` is np.sum(x)).
 METHODS = (
@@ -84,17 +84,39 @@ def canonical_helper(name: str) -> object:
     return HELPERS[name]
 
 
-def uses_numpy(node: ast.AST, namespace: dict[str, object], local: set[str]) -> bool:
+def uses_numpy(fs: FunctionSource, local: set[str]) -> bool:
     """True if a function is array code: it names NumPy, or uses array-only syntax.
 
     Array-only syntax: ``a @ b``, an attribute or method of a local value (``x.T``,
     ``x.sum()``), or a local indexed by a constant key (``params["W1"]``, ``pair[0]``) other
     than an item of a module tuple of numbers (``for p in PTS: p[0]``).
     """
-    if not _uses_numpy(node, namespace, local, set()):
+    return _array_code(fs, local, set())
+
+
+def _array_code(fs: FunctionSource, local: set[str], seen: set[int]) -> bool:
+    node, namespace = _parts_that_run(fs), fs.namespace
+    if not _uses_numpy(node, namespace, local, seen):
         return False  # scalar code (the common case) pays for one walk only
     items = _items_of_number_tuples(node, namespace, local)
-    return not items or _uses_numpy(node, namespace, local - items, set())
+    return not items or _uses_numpy(node, namespace, local - items, seen)
+
+
+_PLAIN_DEFAULTS = (int, float, str, tuple, type(None))
+
+
+def _parts_that_run(fs: FunctionSource) -> ast.AST:
+    """The body, and the defaults whose values are not plain numbers or tuples (an array
+    default makes array code): annotations and decorators say nothing of what runs."""
+    node = fs.node
+    body = node.body if isinstance(node.body, list) else [ast.Expr(node.body)]
+    values = [*fs.defaults, *[object()] * (len(node.args.defaults) - len(fs.defaults))]
+    defaults = [
+        ast.Expr(expr)
+        for expr, value in zip(node.args.defaults, values, strict=False)
+        if not isinstance(value, _PLAIN_DEFAULTS) or isinstance(value, UnreadDefault)
+    ]
+    return ast.Module(body=[*body, *defaults], type_ignores=[])
 
 
 def _items_of_number_tuples(
@@ -185,7 +207,7 @@ def _helper_uses_numpy(helper: object, seen: set[int]) -> bool:
 
     body = fs.node.body if isinstance(fs.node.body, list) else [fs.node.body]
     local = set(fs.param_names()) | assigned_names(body)
-    return _uses_numpy(fs.node, fs.namespace, local, seen)
+    return _array_code(fs, local, seen)
 
 
 def _on_local_name(node: ast.Attribute | ast.Subscript, local: set[str]) -> bool:

@@ -5,6 +5,7 @@ References are closed forms (the values JAX gives, in float64), and shapes as JA
 
 from __future__ import annotations
 
+import math
 import types
 import warnings
 
@@ -334,3 +335,32 @@ def test_a_returned_adjoint_that_is_a_method_view_of_a_parameter_is_copied() -> 
     statements = ast.parse("t = x.sum(axis=0)\nb_x = t").body  # a new array: no copy
     out = separate_returned_arrays(statements, ast.parse("b_x", mode="eval").body, ["x"], {}, "np")
     assert ast.unparse(out[-1]) == "b_x = t"
+
+
+NUMPY_OUTSIDE_THE_BODY = """
+import math
+
+import numpy as np
+
+
+def annotated(x: float, y: float) -> np.float64:
+    return math.sin(x) * y
+
+
+def float_default(x, y=np.pi):
+    return math.sin(x) * y
+"""
+
+
+def test_numpy_named_only_in_an_annotation_or_a_float_default_is_scalar_code(tmp_path):
+    """`-> np.float64` or `y=np.pi` made a function of numbers "array code", which explain
+    and check refuse ("uses NumPy arrays")."""
+    from adcompile import explain
+
+    module = module_from_source(tmp_path, NUMPY_OUTSIDE_THE_BODY)
+    for fn in (module.annotated, module.float_default):
+        source = grad(fn).source
+        assert "needs only Python's math module" in source and "import numpy" not in source
+        partials = grad(fn)(0.5, np.pi)
+        assert partials == pytest.approx((math.cos(0.5) * np.pi, math.sin(0.5)), rel=1e-15)
+        explain(fn, 0.5, np.pi)  # refused before: "uses NumPy arrays"
