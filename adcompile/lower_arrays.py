@@ -48,6 +48,8 @@ METHODS = (
     "copy",
     "cumsum",
     "cumprod",
+    "ravel",
+    "swapaxes",
 )
 # Methods taking their shape or axes as separate arguments: ``x.reshape(3, 4)``.
 SPREAD_METHODS = frozenset({"reshape", "transpose"})
@@ -620,9 +622,10 @@ class ArrayLowering:
             error = self._error(NoDerivativeError, node, messages.no_rule_on_path(shown))
             self._opaque(node, target, no_rule=error)
             return
-        if method.attr not in METHODS:
+        if method.attr not in METHODS:  # fine on a value no derivative passes through
             message = messages.unsupported_method(method.attr, METHODS)
-            raise self._error(UnsupportedSyntaxError, method, message)
+            self._opaque(node, target, no_rule=self._error(NoDerivativeError, method, message))
+            return
         callee = getattr(self.numpy, method.attr)
         args = list(node.args)
         spread = method.attr in SPREAD_METHODS and len(args) > 1

@@ -364,3 +364,45 @@ def test_numpy_named_only_in_an_annotation_or_a_float_default_is_scalar_code(tmp
         partials = grad(fn)(0.5, np.pi)
         assert partials == pytest.approx((math.cos(0.5) * np.pi, math.sin(0.5)), rel=1e-15)
         explain(fn, 0.5, np.pi)  # refused before: "uses NumPy arrays"
+
+
+METHODS_SOURCE = """
+import numpy as np
+
+W = np.arange(6.0).reshape(2, 3)
+
+
+def on_a_constant(x):
+    return np.sum(x * W.flatten())
+
+
+def on_an_undifferentiated_parameter(x, w):
+    return np.sum(x * w.flatten())
+
+
+def ravel_and_swapaxes(x):
+    return np.sum(x.ravel() * W.ravel() + x.swapaxes(0, 1).ravel() ** 2)
+
+
+def through_a_method_with_no_rule(x):
+    return np.sum(x.flatten() ** 2)
+"""
+
+
+def test_methods_with_no_rule_serve_values_no_derivative_passes_through(tmp_path):
+    """`W.flatten()` on constant data (or on a parameter left out by wrt) was refused as a
+    method with no derivative rule; `.ravel()` and `.swapaxes()` had none though np.ravel and
+    np.swapaxes do. References: d/dx sum(x * c) = c, d/dx sum(x * W + x^2) = W + 2x."""
+    from adcompile import NoDerivativeError
+
+    module = module_from_source(tmp_path, METHODS_SOURCE)
+    x = np.arange(6.0) * 0.5
+    np.testing.assert_array_equal(grad(module.on_a_constant)(x), np.arange(6.0))
+    w = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_array_equal(
+        grad(module.on_an_undifferentiated_parameter, wrt=0)(x, w), w.flatten()
+    )
+    X = np.arange(6.0).reshape(2, 3) * 0.3
+    np.testing.assert_allclose(grad(module.ravel_and_swapaxes)(X), module.W + 2.0 * X, rtol=1e-15)
+    with pytest.raises(NoDerivativeError, match=r":20:19: the method `\.flatten\(\)` has no"):
+        grad(module.through_a_method_with_no_rule)
