@@ -85,7 +85,7 @@ MAX_INLINED = 5_000
 MAX_LITERAL_LOOP = 32
 # Builtins generated code may call where no derivative is needed (branch tests).
 NONDIFF_BUILTINS = frozenset(
-    {"abs", "min", "max", "pow", "float", "int", "round", "bool", "len", "range"}
+    {"abs", "min", "max", "pow", "float", "int", "round", "bool", "len", "range", "list", "tuple"}
 )
 
 # Tuples for isinstance, as astutil.BLOCK_STATEMENTS explains.

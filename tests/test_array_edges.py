@@ -406,3 +406,48 @@ def test_methods_with_no_rule_serve_values_no_derivative_passes_through(tmp_path
     np.testing.assert_allclose(grad(module.ravel_and_swapaxes)(X), module.W + 2.0 * X, rtol=1e-15)
     with pytest.raises(NoDerivativeError, match=r":20:19: the method `\.flatten\(\)` has no"):
         grad(module.through_a_method_with_no_rule)
+
+
+LIST_AND_TUPLE_SOURCE = """
+import numpy as np
+
+IDX = (0, 2, 2)
+AX = (0,)
+
+
+def index_by_a_list(x):
+    return np.sum(x[list(IDX)] ** 2)
+
+
+def index_by_a_parameter_list(x, idx):
+    return np.sum(x[list(idx)] ** 2)
+
+
+def axis_by_a_tuple(a):
+    return np.sum(np.sum(a, axis=tuple(AX)) ** 2)
+
+
+def list_of_differentiated_rows(x):
+    rows = list(x)
+    return np.sum(rows[0] * x)
+"""
+
+
+def test_list_and_tuple_serve_indices_and_axes(tmp_path):
+    """`x[list(IDX)]` and `axis=tuple(AX)` were refused ("no derivative rule for list"),
+    though an index or an axis carries no derivative. References: repeated indices add up
+    (d/dx sum(x[[0, 2, 2]]^2) = [2 x0, 0, 4 x2, 0]); d/da sum(colsum(a)^2) = 2 colsum(a)."""
+    from adcompile import NoDerivativeError
+
+    module = module_from_source(tmp_path, LIST_AND_TUPLE_SOURCE)
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    expected = np.array([2.0, 0.0, 12.0, 0.0])
+    np.testing.assert_array_equal(grad(module.index_by_a_list)(x), expected)
+    np.testing.assert_array_equal(
+        grad(module.index_by_a_parameter_list, wrt=0)(x, (0, 2, 2)), expected
+    )
+    a = np.arange(6.0).reshape(2, 3)
+    colsum = np.sum(a, axis=0)
+    np.testing.assert_array_equal(grad(module.axis_by_a_tuple)(a), 2.0 * np.stack([colsum, colsum]))
+    with pytest.raises(NoDerivativeError, match=r":21:12: .*derivative\(list\)"):
+        grad(module.list_of_differentiated_rows)  # values with a derivative: still refused
