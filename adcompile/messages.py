@@ -116,8 +116,10 @@ SEQUENCE_VALUE = (
 )
 INDEX_ON_PATH = (
     "indexing a sequence gives its items no derivative: the sequence must not depend on a "
-    "differentiated input (exclude sequence parameters with wrt=...); NumPy arrays are "
-    "indexed with derivatives in functions that use NumPy (`np.sum(x[i] ** 2)`)"
+    "differentiated input (exclude sequence parameters with wrt=...; jvp and vjp, which "
+    "take every parameter, differentiate a function closing over the sequence, as in "
+    "`jvp(lambda x: f(x, ws), (x,), (t,))`); NumPy arrays are indexed with derivatives in "
+    "functions that use NumPy (`np.sum(x[i] ** 2)`)"
 )
 APPEND_METHOD = (
     "calling methods (such as list.append) is not supported: lists of differentiated values "
