@@ -291,6 +291,10 @@ def _assigned_names(node: ast.AST) -> set[str]:
     return names
 
 
+class _OnePathOnly(Exception):
+    """An `if` binds a variable on one of its paths only: its paths cannot be merged."""
+
+
 class _Executor:
     """Evaluates one function's AST to a SymPy expression of its parameters."""
 
@@ -318,9 +322,10 @@ class _Executor:
         for index, stmt in enumerate(stmts):
             if isinstance(stmt, ast.Return):
                 return self._returned(stmt, env)
-            if isinstance(stmt, ast.If):
+            if isinstance(stmt, ast.If) and not self._merged(stmt, env):
                 return self._branch(stmt, stmts[index + 1 :], env)
-            self._statement(stmt, env)
+            if not isinstance(stmt, ast.If):
+                self._statement(stmt, env)
         last = stmts[-1] if stmts else self.fs.node
         raise self.fs.error(
             UnsupportedSyntaxError, last, "the function can end without returning a value"
@@ -341,6 +346,61 @@ class _Executor:
         taken = self._block(stmt.body + rest, dict(env))
         skipped = self._block(stmt.orelse + rest, dict(env))
         return sp.Piecewise((taken, condition), (skipped, True))
+
+    def _merged(self, stmt: ast.If, env: dict[str, Any]) -> bool:
+        """Run an `if` with no `return` in it and bind each variable it assigns to a
+        Piecewise of its two values: the statements after it then run once, not once per
+        path (a function of n such `if`s had 2**n paths). False, and ``env`` unchanged,
+        where a return or a variable bound on one path only needs the continuations."""
+        if any(isinstance(node, ast.Return) for node in ast.walk(stmt)):
+            return False
+        sp = self.sp
+        condition = self._condition(stmt.test, env)
+        known = condition is sp.true or condition is sp.false
+        taken, skipped = dict(env), dict(env)
+        try:
+            if not known or condition is sp.true:
+                self._run_all(stmt.body, taken)
+            if not known or condition is sp.false:
+                self._run_all(stmt.orelse, skipped)
+        except _OnePathOnly:
+            return False
+        if known:
+            env.update(taken if condition is sp.true else skipped)
+            return True
+        if taken.keys() != skipped.keys():
+            return False
+        merged = {}
+        for name, value in taken.items():
+            other = skipped[name]
+            if value is other:
+                continue
+            if not (isinstance(value, sp.Basic) and isinstance(other, sp.Basic)):
+                return False  # a sequence bound anew: the continuations handle it
+            merged[name] = self._choice(condition, value, other)
+        env.update(merged)
+        return True
+
+    def _choice(self, condition: sympy.Basic, value: sympy.Expr, other: sympy.Expr) -> sympy.Expr:
+        """``value`` where ``condition`` holds, else ``other``, naming ``other`` once where
+        SymPy's own cancellation allows (``s = s + c * x`` in a branch: ``s + (c * x if
+        condition else 0)``): a Piecewise of both would hold ``s`` twice, and n such `if`s
+        in a row ``s`` 2**n times."""
+        sp = self.sp
+        if other.is_Atom:  # a number or a parameter: nothing to name twice
+            return sp.Piecewise((value, condition), (other, True))
+        change = value - other
+        if not change.has(other):
+            return other + sp.Piecewise((change, condition), (0, True))
+        return sp.Piecewise((value, condition), (other, True))
+
+    def _run_all(self, stmts: list[ast.stmt], env: dict[str, Any]) -> None:
+        """Run statements with no `return` among them (an `if` merges its paths)."""
+        for stmt in stmts:
+            if not isinstance(stmt, ast.If):
+                self._statement(stmt, env)
+            elif not self._merged(stmt, env):  # a variable bound on one path only
+                raise _OnePathOnly
 
     def _statement(self, stmt: ast.stmt, env: dict[str, Any]) -> None:
         if isinstance(stmt, ast.Pass):

@@ -659,3 +659,32 @@ def test_importing_adcompile_does_not_import_sympy() -> None:
         "assert 'sympy' not in sys.modules, 'sympy was imported'"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=60)
+
+
+def _sequential_ifs(count: int, early_return: bool = False) -> str:
+    lines = ["def f(x, y):", "    s = x * y"]
+    for k in range(count):
+        lines += [f"    if x > {k / 10 - 0.7}:", f"        s = s + {k + 1}.0 * x"]
+    if early_return:
+        lines += ["        if y > 5.0:", "            return s"]
+    return "\n".join([*lines, "    return s * y", ""])
+
+
+def test_sequential_ifs_give_a_reference_linear_in_their_number(tmp_path: Path) -> None:
+    """Each `if` ran the rest of the function once per path: 2**n paths for n `if`s (14 took
+    51 s in `check`). Paths that rejoin now merge into Piecewise values, so the reference
+    of 16 `if`s is about as big as 16 Piecewise terms. Reference: the slope in closed form."""
+    path = tmp_path / "ifs.py"
+    for count in (4, 16):
+        path.write_text(_sequential_ifs(count))
+        symbolic = symbolic_function(load_from_file(str(path), "f"))
+        assert sp.count_ops(symbolic.expr) < 40 * count
+        x, y = 0.35, 1.2  # x > k / 10 - 0.7 for k <= 10
+        taken = sum(k + 1 for k in range(count) if x > k / 10 - 0.7)
+        point = dict(zip(symbolic.symbols, (x, y), strict=True))
+        slope_x = symbolic.expr.diff(symbolic.symbols[0]).subs(point)
+        assert float(slope_x) == pytest.approx((y + taken) * y, rel=1e-14)
+    path.write_text(_sequential_ifs(3, early_return=True))  # a return: continuations
+    symbolic = symbolic_function(load_from_file(str(path), "f"))
+    point = dict(zip(symbolic.symbols, (0.35, 6.0), strict=True))
+    assert float(symbolic.expr.subs(point)) == pytest.approx(0.35 * 6 + 6 * 0.35, rel=1e-14)
