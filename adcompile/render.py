@@ -288,7 +288,10 @@ def render_module(functions: list[GeneratedFunction], header: str) -> str:
         code = f"{_to_source(prelude)}\n\n{code}"
     if arrays:
         code = _external_arrays_comment(arrays) + code
-    return f"{header}\n{code}"
+    text = f"{header}\n{code}"
+    # A file name that is not UTF-8 reaches Python as lone surrogates ('\udcff'), which no
+    # source text may hold: the comments that name the file spell them out instead.
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _builtin_aliases(

@@ -115,3 +115,22 @@ def test_lambdas_are_read_from_the_whole_file(tmp_path) -> None:
     lines = linecache.getlines(module.__file__)
     assert source._parse_own_lines(lines, module.square.__code__) is None
     assert isinstance(source.load_function(module.square).node, ast.Lambda)
+
+
+def test_a_file_whose_name_is_not_utf8_compiles(tmp_path) -> None:
+    """Its name reaches Python as a lone surrogate ('\\udcff'), which the generated module's
+    header kept: compiling that text raised UnicodeEncodeError in grad and check."""
+    import importlib.util
+    import os
+
+    from adcompile import grad
+
+    raw = os.fsencode(str(tmp_path)) + b"/\xffmodule.py"
+    with open(raw, "wb") as handle:
+        handle.write(b"def f(x, y):\n    return x * x * y\n")
+    path = os.fsdecode(raw)
+    spec = importlib.util.spec_from_file_location("non_utf8_name", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert grad(module.f)(1.5, 2.0) == (6.0, 2.25)
+    assert "\\udcffmodule.py" in grad(module.f).source
