@@ -32,7 +32,7 @@ from typing import Any
 import mpmath
 from mpmath import libmp
 
-from .report import CheckReport, CheckRow, agrees, as_tuple
+from .report import CheckReport, CheckRow, agrees, as_tuple, require_point_list
 
 Real = Any  # a float, an int or an mpmath number
 Wrt = int | str | Sequence[int | str] | None
@@ -526,6 +526,7 @@ def compare_with_mp(
     dps: int = DEFAULT_DPS,
 ) -> CheckReport:
     """Compare ``gradient`` (default ``adcompile.grad(fn, wrt=wrt)``) with the mpmath reference."""
+    require_point_list(points)
     names, bare = resolve_wrt(positional_params(fn), wrt, fn.__name__)
     if gradient is None:
         import adcompile  # looked up at call time: the reference never needs the compiler

@@ -130,3 +130,12 @@ def _align(rows: list[tuple[str, ...]]) -> str:
         for row in rows
     ]
     return "\n".join([lines[0], "-+-".join("-" * w for w in widths), *lines[1:]])
+
+
+def require_point_list(points: object) -> None:
+    """Raise TypeError where ``points`` is one point (a dict) instead of a list of points."""
+    if isinstance(points, Mapping | str):
+        raise TypeError(
+            f"points is a list of points (dicts or tuples of values); got {points!r}, one "
+            f"point: pass points=[{points!r}]"
+        )

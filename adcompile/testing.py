@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from .api import Wrt, resolve_wrt
 from .depth import room_for_deep_expressions
-from .report import CheckReport, CheckRow, agrees, as_tuple, format_point
+from .report import CheckReport, CheckRow, agrees, as_tuple, format_point, require_point_list
 from .symbolic import SAMPLING_STAGES, SymbolicFunction, sample_points, symbolic_function
 
 Point = Mapping[str, float] | Sequence[float]
@@ -64,6 +64,7 @@ def compare_source_with_sympy(
     there: ``load_primal()`` gives it (default: ``source`` itself, or the function it was read
     from), called only then (the CLI defines a file's function for it).
     """
+    require_point_list(points)
     symbolic = symbolic_function(source)
     choice = resolve_wrt(symbolic.params, wrt, symbolic.name)
     names = list(choice.names)

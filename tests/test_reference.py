@@ -637,3 +637,17 @@ def test_does_not_import_sympy() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_one_point_given_as_points_is_refused_with_the_fix() -> None:
+    """`points={"x": 1.0}` iterated the dict's keys: the message spoke of "the point
+    {'x': 'x'}"; both checkers now say to pass a list."""
+    from adcompile.reference import assert_grad_matches_mp
+    from adcompile.testing import assert_grad_matches_sympy
+
+    def square(x):
+        return x * x
+
+    for check in (assert_grad_matches_sympy, assert_grad_matches_mp):
+        with pytest.raises(TypeError, match=r"pass points=\[\{'x': 1\.0\}\]"):
+            check(square, points={"x": 1.0})
