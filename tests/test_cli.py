@@ -751,3 +751,15 @@ def test_check_of_a_file_against_mpmath_keeps_float_a_stand_in(capsys, tmp_path)
     )
     assert main(["check", f"{target}:g", "--at", "x=1.5,n=3", "--wrt", "x"]) == 0
     assert "OK: matches the mpmath reference" in capsys.readouterr().out
+
+
+def test_check_says_when_the_mpmath_reference_cannot_run_floor_division(capsys, tmp_path):
+    """It told the user to leave out an int loop count with --wrt, which they had done."""
+    target = tmp_path / "floor_division.py"
+    target.write_text(
+        "def f(x, n):\n    s = 0.0\n    for i in range(n):\n        s = s + x * (x // 1.0)\n"
+        "    return s\n"
+    )
+    assert main(["check", f"{target}:f", "--at", "x=2.5,n=3", "--wrt", "x"]) == 1
+    err = capsys.readouterr().err
+    assert "cannot compute // on mpmath numbers" in err and "--wrt" not in err
