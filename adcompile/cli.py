@@ -468,7 +468,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 1
     except AdcompileError as exc:
-        print(format_message(exc.message, exc.location, kind="error"), file=sys.stderr)
+        if exc.location is None:  # nothing in a file to point at: one line, as the others
+            print(f"adcompile: error: {exc.message}", file=sys.stderr)
+        else:
+            print(format_message(exc.message, exc.location, kind="error"), file=sys.stderr)
         return 1
     except UsageError as exc:
         print(f"adcompile: error: {exc}", file=sys.stderr)

@@ -160,9 +160,9 @@ def _with_comments(
     return out
 
 
-def _default_literal(value: object, fs: FunctionSource) -> ast.expr:
+def _default_literal(value: object, name: str, where: ast.AST, fs: FunctionSource) -> ast.expr:
     if isinstance(value, UnreadDefault):
-        raise UnsupportedSyntaxError(f"the default {value!r}", fs.locate(fs.node))
+        raise UnsupportedSyntaxError(f"the default of `{name}` is {value!r}", fs.locate(where))
     if isinstance(value, float) and not math.isfinite(value):  # `hi=math.inf`: no literal
         text = repr(value)  # 'inf', '-inf' or 'nan'
         return ast.Call(
@@ -175,16 +175,27 @@ def _default_literal(value: object, fs: FunctionSource) -> ast.expr:
     except (SyntaxError, ValueError):
         pass
     raise UnsupportedSyntaxError(
-        f"the default value {value!r} cannot be written into generated code; "
+        f"the default value of `{name}`, {value!r}, cannot be written into generated code; "
         "use a number, string, None or a tuple of those",
-        fs.locate(fs.node),
+        fs.locate(where),
     )
+
+
+def _default_literals(fs: FunctionSource) -> list[ast.expr]:
+    """The primal's defaults as literals, each error located at its own default."""
+    names = fs.param_names()[len(fs.param_names()) - len(fs.defaults) :]
+    written = getattr(fs.node.args, "defaults", [])
+    wheres = written if len(written) == len(fs.defaults) else [fs.node] * len(fs.defaults)
+    return [
+        _default_literal(value, name, where, fs)
+        for value, name, where in zip(fs.defaults, names, wheres, strict=True)
+    ]
 
 
 def _arguments(fs: FunctionSource, extra: list[str]) -> ast.arguments:
     params = [ast.arg(arg=name) for name in [*fs.param_names(), *extra]]
     # Extra parameters follow the primal's, so they cannot keep its defaults.
-    defaults = [] if extra else [_default_literal(v, fs) for v in fs.defaults]
+    defaults = [] if extra else _default_literals(fs)
     return ast.arguments(
         posonlyargs=[], args=params, kwonlyargs=[], kw_defaults=[], defaults=defaults
     )

@@ -414,7 +414,7 @@ def test_static_defaults_are_read_not_written_as_none(capsys, tmp_path):
     assert "def f_grad(x, clip=True, n=3):" in capsys.readouterr().out
     assert main(["dump", f"{target}:g"]) == 1
     err = capsys.readouterr().err
-    assert f"{target}:11:1: error: the default `2 ** 3`, which is known only by running" in err
+    assert f"{target}:11:12: error: the default of `u` is `2 ** 3`, which is known only by" in err
 
 
 def test_check_of_a_file_runs_none_of_its_code(capsys, tmp_path):
@@ -730,7 +730,7 @@ def test_a_default_of_a_static_module_constant_and_an_unimportable_submodule(cap
     broken.write_text(target.read_text().replace("import math\n", "import math.foo\n", 1))
     assert main(["dump", f"{broken}:f", "--wrt", "x"]) == 1
     err = capsys.readouterr().err  # `math` is unknown: Python stops at the import
-    assert "the default `math.inf`, which is known only by running the file" in err
+    assert "the default of `hi` is `math.inf`, which is known only by running the file" in err
     assert main(["dump", f"{target}:f", "--wrt", "x"]) == 0
     dumped: dict = {}
     exec(capsys.readouterr().out, dumped)
@@ -763,3 +763,13 @@ def test_check_says_when_the_mpmath_reference_cannot_run_floor_division(capsys, 
     assert main(["check", f"{target}:f", "--at", "x=2.5,n=3", "--wrt", "x"]) == 1
     err = capsys.readouterr().err
     assert "cannot compute // on mpmath numbers" in err and "--wrt" not in err
+
+
+def test_an_error_with_no_place_in_a_file_is_one_prefixed_line(capsys, tmp_path):
+    """A bad coding cookie printed a bare `error: ...`, without the `adcompile:` prefix every
+    other one-line error has."""
+    target = tmp_path / "cookie.py"
+    target.write_bytes(b"# -*- coding: no-such-codec -*-\ndef f(x):\n    return x * x\n")
+    assert main(["dump", f"{target}:f"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("adcompile: error: cannot read") and err.count("\n") == 1
