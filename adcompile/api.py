@@ -25,7 +25,7 @@ from .errors import UnsupportedSyntaxError
 from .floats import ARRAY_FACTS, NO_FACTS, ArrayFacts, FloatFacts
 from .forward import build_forward_gradient, build_jvp
 from .in_place import scatter_in_place
-from .ir import Apply, CoreFunction, If, Loop, Stmt, helper_alias
+from .ir import CoreFunction, If, Loop, Stmt, helper_alias
 from .lower import is_array_code, lower_function
 from .optimize import choose_passes, finish_array_code
 from .optimize import optimize as run_passes
@@ -118,7 +118,7 @@ class Generated:
     # The helper functions (``array_helpers.py``) the module defines: name -> alias.
     helpers: dict[str, str] = field(default_factory=dict)
     array_code: bool = False  # compiled for NumPy arrays (else for numbers)
-    # Raised if the generated function is differentiated again (``Apply.reread_refusal``).
+    # Raised if the generated function is differentiated again (``ir.RuledBody``).
     reread_refusal: Exception | None = None
 
 
@@ -200,7 +200,7 @@ def generate(
     n_outputs = None if core.outputs is None else len(core.outputs)
     arrays = external_arrays(functions)
     helpers = used_helpers(functions)
-    refusal = _reread_refusal(core.body)
+    refusal = _reread_refusal(core, statements, body.returns)
     return Generated(
         text, name, _has_loops(core.body), n_outputs, arrays, helpers, core.array_mode, refusal
     )
@@ -308,17 +308,16 @@ def _has_loops(block: list[Stmt]) -> bool:
     return False
 
 
-def _reread_refusal(block: list[Stmt]) -> Exception | None:
-    """The refusal of the first application whose code cannot be differentiated again."""
-    for stmt in block:
-        if isinstance(stmt, Apply) and stmt.reread_refusal is not None:
-            return stmt.reread_refusal
-        inner = [getattr(stmt, "body", None), getattr(stmt, "orelse", None)]
-        for body in inner:
-            refusal = _reread_refusal(body) if isinstance(body, list) else None
-            if refusal is not None:
-                return refusal
-    return None
+def _reread_refusal(
+    core: CoreFunction, statements: list[ast.stmt], returns: ast.expr
+) -> Exception | None:
+    """The refusal of the first ruled body whose code the passes kept (a rule that never
+    reads ``result`` leaves its body dead: such a gradient is differentiated again)."""
+    if not core.ruled_bodies:
+        return None
+    trees = [*statements, returns]
+    kept = {n.id for tree in trees for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    return next((body.refusal for body in core.ruled_bodies if body.names & kept), None)
 
 
 def _purpose(name: str, choice: WrtChoice, kind: str, extra: list[str]) -> str:

@@ -44,6 +44,16 @@ def is_unbound_placeholder(atom: object) -> bool:
 
 
 @dataclass(frozen=True)
+class RuledBody:
+    """The inlined body of a function with a user rule, which computes its value: the names
+    it binds, and the error to raise if generated code holding them is differentiated again
+    (the body's own derivative would stand in for the rule's; a stop-gradient's gives none)."""
+
+    names: frozenset[str]
+    refusal: Exception
+
+
+@dataclass(frozen=True)
 class Global:
     """A constant the generated module provides: ``math.pi`` or a user's ``K = 3.0``."""
 
@@ -88,9 +98,6 @@ class Apply:
     # Raised if forward mode needs this application's tangent: a user rule on arrays gives
     # a vector-Jacobian product, from which no Jacobian-vector product follows in general.
     tangent_refusal: Exception | None = None
-    # Raised if a gradient holding ``forward`` is differentiated again: the inlined body's
-    # own derivative is not the rule's (a stop-gradient's rule gives none).
-    reread_refusal: Exception | None = None
 
     def primal_expr(self) -> ast.expr:
         """The primal expression in the user's spelling, operands filled in."""
@@ -207,6 +214,7 @@ class CoreFunction:
     leaf_exprs: dict[str, ast.expr] = field(default_factory=dict)
     # Helper functions (``array_helpers.py``) the generated code calls, by their alias.
     helpers: dict[str, str] = field(default_factory=dict)
+    ruled_bodies: list[RuledBody] = field(default_factory=list)
 
     def shown_as(self, name: str, output_label: str) -> str:
         """How explanations show a version: the output's label, or the name behind it."""

@@ -35,8 +35,10 @@ from .ir import (
     Loop,
     Opaque,
     Return,
+    RuledBody,
     Stmt,
     Var,
+    assignment_counts,
     atom_expr,
 )
 from .iteration import IterationRewriter
@@ -280,6 +282,7 @@ class Lowerer(ArrayLowering):
             # Generated gradients read back: lists made by split_adjoint (lower_arrays.py).
             self.split_lists: dict[str, tuple[Atom, ast.expr, ast.expr]] = {}
             self.inlined = [0]  # bodies inlined so far, shared with every callee's lowerer
+            self.ruled_bodies: list[RuledBody] = []  # bodies of functions with a user rule
         else:  # an inlined callee shares the caller's names and module-level state
             self.names, self.math_alias = parent.names, parent.math_alias
             self.constants, self.constant_names = parent.constants, parent.constant_names
@@ -292,6 +295,7 @@ class Lowerer(ArrayLowering):
             self.leaf_exprs, self.helpers = parent.leaf_exprs, parent.helpers
             self.split_lists = parent.split_lists
             self.inlined = parent.inlined
+            self.ruled_bodies = parent.ruled_bodies
         self.uses_math = False
         # Set by lower_function for jacobians and jvp/vjp: a final ``return a, b`` is allowed.
         self.tuple_output = False
@@ -346,6 +350,7 @@ class Lowerer(ArrayLowering):
             leaves=self.leaves,
             leaf_exprs=self.leaf_exprs,
             helpers=self.helpers,
+            ruled_bodies=self.ruled_bodies,
         )
 
     def _enter_array_mode(self, params: list[str]) -> None:
@@ -1104,7 +1109,8 @@ class Lowerer(ArrayLowering):
         shape = ast.Call(func=ast.Name(id=fs.name, ctx=ast.Load()), args=placeholders, keywords=[])
         apply = Apply(target, rule, atoms, shape, node.lineno, forward)
         message = messages.user_rule_differentiated_again(fs.name)
-        apply.reread_refusal = self._error(NoDerivativeError, node, message)
+        names = frozenset({target, *assignment_counts(forward)})
+        self.ruled_bodies.append(RuledBody(names, self._error(NoDerivativeError, node, message)))
         if self.array_mode:
             message = messages.user_rule_in_forward_mode(fs.name)
             apply.tangent_refusal = self._error(NoDerivativeError, node, message)

@@ -343,3 +343,22 @@ def test_a_rule_on_a_library_function_serves_second_derivatives() -> None:
 
         assert hessian(f)(8.0) == pytest.approx(4.0 / 9.0 * 8.0 ** (-2.0 / 3.0), rel=1e-14)
         assert grad(grad(f))(8.0) == pytest.approx(4.0 / 9.0 * 8.0 ** (-2.0 / 3.0), rel=1e-14)
+
+
+def test_a_rule_that_never_reads_result_serves_second_derivatives() -> None:
+    """The body of a function with its own rule computes only `result`; a rule that never
+    reads it leaves the body dead in the gradient, so differentiating the gradient again
+    follows the rule alone. Reference: d2/dx2 log(1 + e^x) = s (1 - s), s = 1 / (1 + e^-x)."""
+    from adcompile import hessian
+
+    def softplus(x):
+        return math.log(1.0 + math.exp(x))
+
+    with rule_scope():
+
+        @derivative(softplus)
+        def softplus_rule(x, result, g):
+            return g / (1.0 + math.exp(-x))
+
+        s = 1.0 / (1.0 + math.exp(-0.7))
+        assert hessian(softplus)(0.7) == pytest.approx(s * (1.0 - s), rel=1e-14)
