@@ -377,22 +377,30 @@ class _Executor:
                 continue
             if not (isinstance(value, sp.Basic) and isinstance(other, sp.Basic)):
                 return False  # a sequence bound anew: the continuations handle it
-            merged[name] = self._choice(condition, value, other)
+            merged[name] = self._choice(condition, value, other, env.get(name))
         env.update(merged)
         return True
 
-    def _choice(self, condition: sympy.Basic, value: sympy.Expr, other: sympy.Expr) -> sympy.Expr:
-        """``value`` where ``condition`` holds, else ``other``, naming ``other`` once where
-        SymPy's own cancellation allows (``s = s + c * x`` in a branch: ``s + (c * x if
-        condition else 0)``): a Piecewise of both would hold ``s`` twice, and n such `if`s
-        in a row ``s`` 2**n times."""
+    def _choice(
+        self, condition: sympy.Basic, value: sympy.Expr, other: sympy.Expr, before: object
+    ) -> sympy.Expr:
+        """``value`` where ``condition`` holds, else ``other``. Where one path left the
+        variable as it was (``before``), the other's change is written on its own where
+        SymPy's cancellation allows (``s = s + c * x`` in a branch: ``s + (c * x if condition
+        else 0)``): a Piecewise of both would hold ``s`` twice, and n such `if`s in a row
+        ``s`` 2**n times. (A value computed on one path only, ``log(x)`` where ``x > 0``,
+        stays inside its Piecewise: outside it, it would be evaluated on every path.)"""
         sp = self.sp
-        if other.is_Atom:  # a number or a parameter: nothing to name twice
-            return sp.Piecewise((value, condition), (other, True))
-        change = value - other
-        if not change.has(other):
-            return other + sp.Piecewise((change, condition), (0, True))
-        return sp.Piecewise((value, condition), (other, True))
+        plain = sp.Piecewise((value, condition), (other, True))
+        if (before is not other and before is not value) or before.is_Atom:
+            return plain
+        if before is other:
+            change = value - other
+            return (
+                plain if change.has(other) else other + sp.Piecewise((change, condition), (0, True))
+            )
+        change = other - value
+        return plain if change.has(value) else value + sp.Piecewise((0, condition), (change, True))
 
     def _run_all(self, stmts: list[ast.stmt], env: dict[str, Any]) -> None:
         """Run statements with no `return` among them (an `if` merges its paths)."""

@@ -688,3 +688,15 @@ def test_sequential_ifs_give_a_reference_linear_in_their_number(tmp_path: Path) 
     symbolic = symbolic_function(load_from_file(str(path), "f"))
     point = dict(zip(symbolic.symbols, (0.35, 6.0), strict=True))
     assert float(symbolic.expr.subs(point)) == pytest.approx(0.35 * 6 + 6 * 0.35, rel=1e-14)
+
+
+def test_a_value_computed_on_one_path_stays_inside_its_piecewise() -> None:
+    """Merging the paths of `if x < -1: y = 2x + 1 / elif x < 1: y = x**3 / else: y = log(x)
+    + 1` once wrote y as `log(x) + 1 + (...)`: log(x) was evaluated on every path, nan for
+    x < 0, so sampled checks silently skipped two of the three branches. Closed forms of
+    d/dx (y x) on each path are the reference."""
+    from tests.corpus.control_flow import if_elif_else
+
+    symbolic = symbolic_function(if_elif_else)
+    for x, expected in [(-2.0, 4 * -2.0 + 1), (-0.5, 4 * -(0.5**3)), (2.0, math.log(2.0) + 2.0)]:
+        assert symbolic.gradient({"x": x}, ["x"])["x"] == pytest.approx(expected, rel=1e-14)
