@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import messages
-from .astutil import names_in, stored_names
+from .astutil import loads_in, names_in, stored_names
 from .depth import room_for_deep_expressions
 from .errors import UnsupportedSyntaxError
 from .floats import ARRAY_FACTS, NO_FACTS, ArrayFacts, FloatFacts
@@ -200,7 +200,8 @@ def generate(
     n_outputs = None if core.outputs is None else len(core.outputs)
     arrays = external_arrays(functions)
     helpers = used_helpers(functions)
-    refusal = _reread_refusal(core, statements, body.returns)
+    inputs = [*core.params, *body.extra_params]
+    refusal = _reread_refusal(core, statements, body.returns, inputs)
     return Generated(
         text, name, _has_loops(core.body), n_outputs, arrays, helpers, core.array_mode, refusal
     )
@@ -309,15 +310,65 @@ def _has_loops(block: list[Stmt]) -> bool:
 
 
 def _reread_refusal(
-    core: CoreFunction, statements: list[ast.stmt], returns: ast.expr
+    core: CoreFunction, statements: list[ast.stmt], returns: ast.expr, inputs: list[str]
 ) -> Exception | None:
-    """The refusal of the first ruled body whose code the passes kept (a rule that never
-    reads ``result`` leaves its body dead: such a gradient is differentiated again)."""
+    """The refusal of the first ruled body that the returned values are computed from and
+    that depends on an input: one read only in a test, dropped by the passes, or of
+    constants (``cube(2.0)``) leaves second derivatives to the rule."""
     if not core.ruled_bodies:
         return None
-    trees = [*statements, returns]
-    kept = {n.id for tree in trees for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    return next((body.refusal for body in core.ruled_bodies if body.names & kept), None)
+    sources = _sources(statements)
+    used = _closure(loads_in(returns), sources)
+    readers: dict[str, set[str]] = {}
+    for name, reads in sources.items():
+        for read in reads:
+            readers.setdefault(read, set()).add(name)
+    varying = _closure(inputs, readers)
+    live = used & varying
+    return next((body.refusal for body in core.ruled_bodies if body.names & live), None)
+
+
+def _closure(start: list[str], edges: dict[str, set[str]]) -> set[str]:
+    """The names reached from ``start`` along ``edges``."""
+    reached: set[str] = set()
+    pending = list(start)
+    while pending:
+        name = pending.pop()
+        if name not in reached:
+            reached.add(name)
+            pending.extend(edges.get(name, ()))
+    return reached
+
+
+def _sources(statements: list[ast.stmt]) -> dict[str, set[str]]:
+    """Each name, and the names its values are computed from: through any assignment (or
+    ``stack.append(v)``) of either sweep; the tests of ``if`` and ``while``, which carry no
+    derivative, are not followed."""
+    sources: dict[str, set[str]] = {}
+
+    def record(block: list[ast.stmt]) -> None:
+        for stmt in block:
+            if isinstance(stmt, ast.If | ast.While):
+                record(stmt.body)
+                record(stmt.orelse)
+                continue
+            if isinstance(stmt, ast.For):
+                record(stmt.body)
+                record(stmt.orelse)
+                reads = set(loads_in(stmt.iter))
+                targets = stored_names(ast.Assign(targets=[stmt.target], value=stmt.iter))
+            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                call = stmt.value  # `stack1.append(t)`: the stack holds t
+                receiver = getattr(call.func, "value", None)
+                targets = {receiver.id} if isinstance(receiver, ast.Name) else set()
+                reads = set(loads_in(call))
+            else:
+                targets, reads = stored_names(stmt), set(loads_in(stmt))
+            for name in targets:
+                sources.setdefault(name, set()).update(reads)
+
+    record(statements)
+    return sources
 
 
 def _purpose(name: str, choice: WrtChoice, kind: str, extra: list[str]) -> str:

@@ -362,3 +362,43 @@ def test_a_rule_that_never_reads_result_serves_second_derivatives() -> None:
 
         s = 1.0 / (1.0 + math.exp(-0.7))
         assert hessian(softplus)(0.7) == pytest.approx(s * (1.0 - s), rel=1e-14)
+
+
+CUBE_SOURCE = """
+def cube(x):
+    return x * x * x
+
+
+def in_a_test(x):
+    if cube(x) > 1.0:
+        return x * x
+    return x
+
+
+def of_a_constant(x):
+    return cube(2.0) * x * x
+
+
+def through_the_value(x):
+    return cube(x) * x
+"""
+
+
+def test_second_derivatives_follow_a_ruled_body_only_where_they_pass_through_it(tmp_path):
+    """A ruled function read only in a test, or called on constants, holds no derivative
+    the rule would give: hessian works there (d2/dx2 x^2 = 2, 0, 2 * 8), and is refused
+    only where the gradient computes with the body's value of an input."""
+    from adcompile import NoDerivativeError, hessian
+
+    module = module_from_source(tmp_path, CUBE_SOURCE)
+    with rule_scope():
+
+        @derivative(module.cube)
+        def cube_rule(x, result, g):
+            return g * 3.0 * x * x
+
+        assert hessian(module.in_a_test)(1.5) == 2.0
+        assert hessian(module.in_a_test)(0.5) == 0.0
+        assert hessian(module.of_a_constant)(1.0) == 16.0
+        with pytest.raises(NoDerivativeError, match="second derivatives through `cube`"):
+            hessian(module.through_the_value)
