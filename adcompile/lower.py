@@ -1318,6 +1318,16 @@ class Lowerer(ArrayLowering):
             UnsupportedSyntaxError, node, messages.global_not_number(ast.unparse(node), value)
         )
 
+    def _names_numpy_type(self, node: ast.Attribute) -> bool:
+        """Whether ``node`` names a NumPy scalar type (``np.float32``): a dtype, no value."""
+        base = node.value
+        if not isinstance(base, ast.Name) or base.id in self.locals:
+            return False
+        if self.fs.namespace.get(base.id) is not self.numpy:
+            return False
+        value = getattr(self.numpy, node.attr, None)
+        return isinstance(value, type) and issubclass(value, self.numpy.generic)
+
     def _on_local(self, node: ast.Attribute) -> bool:
         """True if an attribute is read from a value (``x.T``), not from a module."""
         base = node.value
@@ -1633,6 +1643,8 @@ class _OpaqueRewriter(ast.NodeTransformer):
             return ast.Attribute(value=value, attr=attr.attr, ctx=ast.Load())
         if lowerer.array_mode and attr.attr == "newaxis":
             return ast.Constant(value=None)
+        if lowerer.array_mode and lowerer._names_numpy_type(attr):  # `.astype(np.float32)`
+            return lowerer._resolve_attribute(attr)[1]
         return lowerer._attribute_atom(attr).expr
 
     def visit_Call(self, call: ast.Call) -> ast.expr:

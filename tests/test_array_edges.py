@@ -386,6 +386,10 @@ def ravel_and_swapaxes(x):
 
 def through_a_method_with_no_rule(x):
     return np.sum(x.flatten() ** 2)
+
+
+def with_a_dtype(x):
+    return np.sum(x * W.astype(np.float32).reshape(-1))
 """
 
 
@@ -406,6 +410,8 @@ def test_methods_with_no_rule_serve_values_no_derivative_passes_through(tmp_path
     np.testing.assert_allclose(grad(module.ravel_and_swapaxes)(X), module.W + 2.0 * X, rtol=1e-15)
     with pytest.raises(NoDerivativeError, match=r":20:19: the method `\.flatten\(\)` has no"):
         grad(module.through_a_method_with_no_rule)
+    # a NumPy type names a dtype there (it was refused as "a type, not a number")
+    np.testing.assert_array_equal(grad(module.with_a_dtype)(x), np.arange(6.0))
 
 
 LIST_AND_TUPLE_SOURCE = """
