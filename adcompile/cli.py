@@ -387,11 +387,10 @@ def define_statically(fs: FunctionSource) -> Callable[..., Any]:
         if not isinstance(v, StaticFunction) and getattr(builtins, k, None) is not v
     }
     namespace[_UNREAD] = object()  # a default known only by running the file: unusable
-    defs = [
-        _static_definition(value.node, value.defaults)
-        for value in fs.namespace.values()
-        if isinstance(value, StaticFunction)
-    ]
+    statics = [value for value in fs.namespace.values() if isinstance(value, StaticFunction)]
+    defs = [_static_definition(value.node, value.defaults) for value in statics]
+    if all(value.node is not fs.node for value in statics):  # decorated: itself, undecorated
+        defs.append(_static_definition(fs.node, fs.defaults))
     module = ast.Module(body=defs, type_ignores=[])
     exec(compile(module, fs.filename, "exec"), namespace)
     return namespace[fs.name]

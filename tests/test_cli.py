@@ -773,3 +773,16 @@ def test_an_error_with_no_place_in_a_file_is_one_prefixed_line(capsys, tmp_path)
     assert main(["dump", f"{target}:f"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("adcompile: error: cannot read") and err.count("\n") == 1
+
+
+def test_check_of_a_decorated_function_with_a_loop_in_a_file(capsys, tmp_path):
+    """The mpmath reference needs the function defined; a decorated one was left out of the
+    file's static definitions (its name is unknown until the decorator runs), and check
+    failed with "... is not a callable object"."""
+    target = tmp_path / "decorated.py"
+    target.write_text(
+        "def noop(fn):\n    return fn\n\n\n@noop\ndef f(x, n):\n    s = 0.0\n"
+        "    for i in range(n):\n        s = s + x * x\n    return s\n"
+    )
+    assert main(["check", f"{target}:f", "--at", "x=0.7,n=3", "--wrt", "x"]) == 0
+    assert "OK: matches the mpmath reference" in capsys.readouterr().out
