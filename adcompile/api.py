@@ -88,6 +88,12 @@ def _one_param(params: list[str], item: object, listing: str) -> str:
 MODES = ("reverse", "forward")
 
 
+PLACEHOLDER_NOTE = (
+    "# `v = ...` marks v as not set yet on its path (Python raises UnboundLocalError\n"
+    "# where it would be read there).\n"
+)
+
+
 def _header(fs: FunctionSource, purpose: str, core: CoreFunction) -> str:
     where = f"{os.path.basename(fs.filename)}, line {fs.node.lineno}"
     root = fs.origin
@@ -196,7 +202,10 @@ def generate(
         functions.append(_element_loop(core, fs, choice, kind, name, stem))
         name = functions[-1].name
     label = kind if mode == "reverse" else f"forward-mode {kind}"
-    text = render_module(functions, _header(fs, label, core))
+    header = _header(fs, label, core)
+    text = render_module(functions, header)
+    if " = ...\n" in text:  # a placeholder: say what it means once, at the top
+        text = text.replace(header, header + PLACEHOLDER_NOTE, 1)
     n_outputs = None if core.outputs is None else len(core.outputs)
     arrays = external_arrays(functions)
     helpers = used_helpers(functions)

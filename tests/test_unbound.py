@@ -293,6 +293,8 @@ def test_a_guarded_read_is_checked_where_python_makes_it(tmp_path, name):
     c = 0.5, where Python reads the unbound `y` and raises, the gradient returned a number
     (the placeholder took part in `!=`, `not`, `>`). Python itself is the reference."""
     fn = getattr(module_from_source(tmp_path, GUARDED_READS), name)
+    source = grad(fn, wrt=0).source  # the placeholder `...` is explained once, at the top
+    assert source.count("marks v as not set yet") == 1 and "y_1 = ..." in source
     transforms = {
         "reverse": grad(fn, wrt=0),
         "forward": grad(fn, wrt=0, mode="forward"),
