@@ -163,7 +163,7 @@ def _simplify_binop(node: ast.BinOp, facts: FloatFacts) -> ast.expr:
         kept = _without_zero_mask(left, right)
         if kept is not None:
             return kept
-    if op is ast.Pow and b == 0:
+    if op is ast.Pow and b == 0 and not facts.keeps_shapes:  # (an array's ones keep its shape)
         return ast.Constant(value=1.0)
     if op is ast.Mult and facts.keeps_types:  # a float factor makes the product a float
         # The cheap test first: asking whether a factor is a float may follow definitions.

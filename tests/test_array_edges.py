@@ -457,3 +457,34 @@ def test_list_and_tuple_serve_indices_and_axes(tmp_path):
     np.testing.assert_array_equal(grad(module.axis_by_a_tuple)(a), 2.0 * np.stack([colsum, colsum]))
     with pytest.raises(NoDerivativeError, match=r":21:12: .*derivative\(list\)"):
         grad(module.list_of_differentiated_rows)  # values with a derivative: still refused
+
+
+POWER_ZERO_SOURCE = """
+import numpy as np
+
+
+def broadcast_sum_to_the_first(x, y):
+    return np.sum((x + y) ** 1.0)
+
+
+def scalar_broadcast_to_the_first(x, s):
+    return np.sum((x - s) ** 1)
+"""
+
+
+def test_a_power_of_zero_in_an_adjoint_keeps_its_array_shape(tmp_path):
+    """d/de e ** 1.0 is `e ** 0.0`, which the simplifier made a scalar 1.0; where that
+    factor alone carried the broadcast shape, unbroadcast then summed nothing: grad gave 1
+    where each element of x meets 3 of y (and -1 where s meets 3 elements of x)."""
+    from adcompile import vjp
+
+    module = module_from_source(tmp_path, POWER_ZERO_SOURCE)
+    x, y = np.array([[1.0], [2.0], [3.0]]), np.array([[1.0, 2.0, 3.0]])
+    for optimize in (True, False):
+        gx, gy = grad(module.broadcast_sum_to_the_first, optimize=optimize)(x, y)
+        np.testing.assert_array_equal(gx, np.full((3, 1), 3.0))
+        np.testing.assert_array_equal(gy, np.full((1, 3), 3.0))
+    np.testing.assert_array_equal(
+        vjp(module.broadcast_sum_to_the_first, x, y)[1](1.0)[0], 3.0 * np.ones((3, 1))
+    )
+    assert grad(module.scalar_broadcast_to_the_first, wrt=1)(np.array([1.0, 2.0, 3.0]), 0.5) == -3.0
