@@ -419,3 +419,19 @@ def test_a_helpers_tuple_default_is_passed_as_a_literal(tmp_path: Path) -> None:
     )
     assert_grad_matches_mp(module.f, [{"x": 0.3}, {"x": -1.7}])
     assert "w = 1.0, 2.5" in grad(module.f).source
+
+
+def test_a_loop_over_a_list_of_a_range(tmp_path: Path) -> None:
+    """`list(range(n))` was refused as a call of `list`, which has no derivative rule; it
+    carries none. Reference: d/dx sum(x * i for i < n) = n (n - 1) / 2."""
+    module = module_from_source(
+        tmp_path,
+        """
+        def f(x, n):
+            s = 0.0
+            for i in list(range(n)):
+                s = s + x * i
+            return s
+        """,
+    )
+    assert grad(module.f, wrt=0)(2.0, 4) == 6.0
