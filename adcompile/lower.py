@@ -1134,15 +1134,20 @@ class Lowerer(ArrayLowering):
             ]
         else:
             bound = list(zip(fs.param_names(), atoms, strict=True))
-        for param, atom in bound:
-            name = self.names.fresh(param)
-            self.block.append(Copy(name, atom, node.lineno))
-            callee.env[param] = name
-            if isinstance(atom, Var) and atom.name in self.tree_aliases:
-                self.tree_aliases[name] = self.tree_aliases[atom.name]
-        start = len(self.block)
-        callee.block = self.block
-        callee.lower_inline(target)
+        outer_scope = self.names.scope
+        self.names.scope = fs.name if fs.name.isidentifier() else "lambda"
+        try:
+            for param, atom in bound:
+                name = self.names.fresh(param)
+                self.block.append(Copy(name, atom, node.lineno))
+                callee.env[param] = name
+                if isinstance(atom, Var) and atom.name in self.tree_aliases:
+                    self.tree_aliases[name] = self.tree_aliases[atom.name]
+            start = len(self.block)
+            callee.block = self.block
+            callee.lower_inline(target)
+        finally:
+            self.names.scope = outer_scope
         relabel(self.block[start:], fs)
         self.uses_math |= callee.uses_math
 

@@ -58,6 +58,11 @@ class NameTable:
         # Variables the compiler introduces (flags, accumulators): no user name stands behind
         # them, so explanations show them under their own names, never under a user's.
         self.internal: set[str] = set()
+        # The inlined function whose variables are being named (None: the outermost), and
+        # the function each fresh version belongs to: explanations show `softplus.x`, not a
+        # second `x`.
+        self.scope: str | None = None
+        self.scopes: dict[str, str] = {}
 
     def reserve(self, name: str) -> None:
         """Mark ``name`` as used."""
@@ -77,6 +82,8 @@ class NameTable:
             name = candidate
         self.taken.add(name)
         self.bases[name] = base
+        if self.scope is not None:
+            self.scopes[name] = self.scope
         return name
 
     def fresh_internal(self, base: str) -> str:
@@ -88,13 +95,14 @@ class NameTable:
     def shown_as(self, name: str) -> str:
         """The name an explanation shows for a version: the user's variable it stands for
         (``x_2`` -> ``x``), or an internal variable's own name."""
+        scope = self.scopes.get(name)
         seen = set()
         while name in self.bases and self.bases[name] != name and name not in self.internal:
             if name in seen:
                 break
             seen.add(name)
             name = self.bases[name]
-        return name
+        return f"{scope}.{name}" if scope is not None and name not in self.internal else name
 
     def numbered(self, stem: str) -> str:
         """Return ``stem1``, ``stem2``, ... (the first free one); the result is reserved."""

@@ -740,31 +740,6 @@ def test_a_default_of_a_static_module_constant_and_an_unimportable_submodule(cap
     assert grad(module.f, wrt="x")(-2.5) == 2.0 * -2.5 + 1.0
 
 
-def test_check_of_a_file_against_mpmath_keeps_float_a_stand_in(capsys, tmp_path):
-    """The file's functions were defined with every builtin in their globals, which hid the
-    mpmath reference's `float` stand-in: `float(x)` rounded the perturbation away, the
-    reference said 0.0, and a right gradient (3.0 = d/dx 3x) was reported as MISMATCH."""
-    target = tmp_path / "floats.py"
-    target.write_text(
-        "def g(x, n):\n    s = 0.0\n    for i in range(n):\n        s = s + float(x)\n"
-        "    return s\n"
-    )
-    assert main(["check", f"{target}:g", "--at", "x=1.5,n=3", "--wrt", "x"]) == 0
-    assert "OK: matches the mpmath reference" in capsys.readouterr().out
-
-
-def test_check_says_when_the_mpmath_reference_cannot_run_floor_division(capsys, tmp_path):
-    """It told the user to leave out an int loop count with --wrt, which they had done."""
-    target = tmp_path / "floor_division.py"
-    target.write_text(
-        "def f(x, n):\n    s = 0.0\n    for i in range(n):\n        s = s + x * (x // 1.0)\n"
-        "    return s\n"
-    )
-    assert main(["check", f"{target}:f", "--at", "x=2.5,n=3", "--wrt", "x"]) == 1
-    err = capsys.readouterr().err
-    assert "cannot compute // on mpmath numbers" in err and "--wrt" not in err
-
-
 def test_an_error_with_no_place_in_a_file_is_one_prefixed_line(capsys, tmp_path):
     """A bad coding cookie printed a bare `error: ...`, without the `adcompile:` prefix every
     other one-line error has."""
@@ -775,14 +750,36 @@ def test_an_error_with_no_place_in_a_file_is_one_prefixed_line(capsys, tmp_path)
     assert err.startswith("adcompile: error: cannot read") and err.count("\n") == 1
 
 
-def test_check_of_a_decorated_function_with_a_loop_in_a_file(capsys, tmp_path):
-    """The mpmath reference needs the function defined; a decorated one was left out of the
-    file's static definitions (its name is unknown until the decorator runs), and check
-    failed with "... is not a callable object"."""
-    target = tmp_path / "decorated.py"
-    target.write_text(
-        "def noop(fn):\n    return fn\n\n\n@noop\ndef f(x, n):\n    s = 0.0\n"
-        "    for i in range(n):\n        s = s + x * x\n    return s\n"
-    )
-    assert main(["check", f"{target}:f", "--at", "x=0.7,n=3", "--wrt", "x"]) == 0
-    assert "OK: matches the mpmath reference" in capsys.readouterr().out
+LOOP = "def f(x, n):\n    s = 0.0\n    for i in range(n):\n        s = s + {term}\n    return s\n"
+
+
+@pytest.mark.parametrize(
+    ("source", "at", "status", "shown", "not_shown"),
+    [
+        # the builtins in the file's globals hid the reference's `float` stand-in, which
+        # keeps mpmath numbers: the reference said 0.0 and a right 3.0 was a MISMATCH
+        (LOOP.format(term="float(x)"), "x=1.5,n=3", 0, "OK: matches the mpmath", "MISMATCH"),
+        # it said to leave out an int loop count with --wrt, which the user had done
+        (LOOP.format(term="x * (x // 1.0)"), "x=2.5,n=3", 1, "cannot compute // on", "--wrt"),
+        # a decorated function was left out of the file's static definitions (its name is
+        # unknown until the decorator runs): "... is not a callable object"
+        (
+            "def noop(fn):\n    return fn\n\n\n@noop\n" + LOOP.format(term="x * x"),
+            "x=0.7,n=3",
+            0,
+            "OK: matches the mpmath",
+            "callable",
+        ),
+    ],
+)
+def test_check_of_a_loop_in_a_file_against_mpmath(
+    capsys, tmp_path, source, at, status, shown, not_shown
+):
+    """Functions with loops are checked against the mpmath reference, which needs the
+    file's functions defined without running the file."""
+    target = tmp_path / "loop.py"
+    target.write_text(source)
+    assert main(["check", f"{target}:f", "--at", at, "--wrt", "x"]) == status
+    captured = capsys.readouterr()
+    assert shown in captured.out + captured.err
+    assert not_shown not in captured.out + captured.err

@@ -519,3 +519,29 @@ def test_the_output_is_told_apart_from_a_variable_of_the_same_name(named):
 def test_a_parameter_named_like_a_builtin_stays_out_of_the_builtins_numbers(named):
     step = next(s for s in explain(named.counts, 1.1, 0.5).steps if s.formula == "len(seq)")
     assert step.numbers == "len((1.0, 2.0))" and step.value == 2
+
+
+def test_an_inlined_functions_variables_are_shown_under_its_name(tmp_path):
+    """softplus's parameter `x` was shown as a second `x` (`x = x * y`, and a `df/dx` row
+    the final total leaves out); it is `softplus.x` now. The numbers are the function's."""
+    module = module_from_source(
+        tmp_path,
+        """
+        import math
+
+
+        def softplus(x):
+            return math.log(1.0 + math.exp(x))
+
+
+        def f(x, y):
+            a = softplus(x * y)
+            return a * x
+        """,
+    )
+    steps = explain(module.f, 0.5, 2.0).steps
+    formulas = [s.formula for s in steps]
+    assert "softplus.x = x * y" in formulas
+    assert not any(f.startswith("x = ") for f in formulas)
+    total = [s for s in steps if s.formula.startswith("df/dx") and "+" in (s.numbers or "")]
+    assert total[-1].value == pytest.approx(grad(module.f)(0.5, 2.0)[0], rel=1e-15)
