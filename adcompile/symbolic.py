@@ -17,6 +17,7 @@ import math
 import operator
 import random
 import types
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -384,23 +385,30 @@ class _Executor:
     def _choice(
         self, condition: sympy.Basic, value: sympy.Expr, other: sympy.Expr, before: object
     ) -> sympy.Expr:
-        """``value`` where ``condition`` holds, else ``other``. Where one path left the
-        variable as it was (``before``), the other's change is written on its own where
-        SymPy's cancellation allows (``s = s + c * x`` in a branch: ``s + (c * x if condition
-        else 0)``): a Piecewise of both would hold ``s`` twice, and n such `if`s in a row
-        ``s`` 2**n times. (A value computed on one path only, ``log(x)`` where ``x > 0``,
-        stays inside its Piecewise: outside it, it would be evaluated on every path.)"""
+        """``value`` where ``condition`` holds, else ``other``.
+
+        Where one path left the variable as it was (``before``) and the other added terms
+        to it, those terms are written on their own (``s = s + c * x`` in a branch:
+        ``s + (c * x if condition else 0)``): a Piecewise of both would hold ``s`` twice, and
+        n such `if`s in a row ``s`` 2**n times. A value computed on one path only (``log(x)``
+        where ``x > 0``) stays inside its Piecewise: outside, every path would evaluate it.
+        """
         sp = self.sp
         plain = sp.Piecewise((value, condition), (other, True))
         if (before is not other and before is not value) or before.is_Atom:
             return plain
+        # The terms added to `before` (SymPy flattens sums: compare terms, not the sum), so
+        # that nothing is added and subtracted again: with large values that cancels badly.
+        terms = Counter(sp.Add.make_args(value if before is other else other))
+        terms.subtract(Counter(sp.Add.make_args(before)))
+        if any(count < 0 for count in terms.values()):  # not `before + ...`
+            return plain
+        change = sp.Add(*terms.elements())
+        if change.has(before):
+            return plain
         if before is other:
-            change = value - other
-            return (
-                plain if change.has(other) else other + sp.Piecewise((change, condition), (0, True))
-            )
-        change = other - value
-        return plain if change.has(value) else value + sp.Piecewise((0, condition), (change, True))
+            return before + sp.Piecewise((change, condition), (0, True))
+        return before + sp.Piecewise((0, condition), (change, True))
 
     def _run_all(self, stmts: list[ast.stmt], env: dict[str, Any]) -> None:
         """Run statements with no `return` among them (an `if` merges its paths)."""

@@ -700,3 +700,16 @@ def test_a_value_computed_on_one_path_stays_inside_its_piecewise() -> None:
     symbolic = symbolic_function(if_elif_else)
     for x, expected in [(-2.0, 4 * -2.0 + 1), (-0.5, 4 * -(0.5**3)), (2.0, math.log(2.0) + 2.0)]:
         assert symbolic.gradient({"x": x}, ["x"])["x"] == pytest.approx(expected, rel=1e-14)
+
+
+def test_an_overwritten_large_value_is_not_added_and_subtracted_again(tmp_path: Path) -> None:
+    """The merge wrote `y = 3x` on one path as `y + (3x - y if x > 1 else 0)`: with y about
+    1e260 the reference's slope at x = 2 came out 1e99, and check said MISMATCH to a right 3.
+    Only terms added to the old value are written on their own now."""
+    path = tmp_path / "large.py"
+    path.write_text(
+        "import math\n\n\ndef f(x):\n    y = math.exp(300.0 * x) + 1.0\n    if x > 1:\n"
+        "        y = x * 3.0\n    return y\n"
+    )
+    symbolic = symbolic_function(load_from_file(str(path), "f"))
+    assert symbolic.gradient({"x": 2.0}, ["x"]) == {"x": 3.0}
