@@ -1089,6 +1089,9 @@ class Lowerer(ArrayLowering):
     def _call_user_function(
         self, node: ast.Call, target: str, callee: object, fs: FunctionSource
     ) -> None:
+        refusal = getattr(callee, "adcompile_reread_refusal", None)
+        if refusal is not None:  # a generated gradient through a user rule, called here
+            raise type(refusal)(refusal.message, refusal.location)
         rule = self.rules.lookup(callee, len(fs.param_names()))
         if rule is None:
             self._inline(node, target, fs)

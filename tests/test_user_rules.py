@@ -402,3 +402,31 @@ def test_second_derivatives_follow_a_ruled_body_only_where_they_pass_through_it(
         assert hessian(module.of_a_constant)(1.0) == 16.0
         with pytest.raises(NoDerivativeError, match="second derivatives through `cube`"):
             hessian(module.through_the_value)
+
+
+def test_a_gradient_through_a_rule_called_from_a_function_is_refused_too(tmp_path):
+    """`grad(dcube)` was refused, but `grad(g)` with `g(x) = dcube(x)` inlined the generated
+    gradient and followed the body's derivative: 6x (2.94 at 0.7) where the rule g * 2 *
+    result gives 6x^2 (JAX's custom_jvp with the same rule: 1.372)."""
+    from adcompile import NoDerivativeError
+
+    module = module_from_source(
+        tmp_path,
+        """
+        def cube(x):
+            return x * x * x
+
+
+        def g(x):
+            return dcube(x)
+        """,
+    )
+    with rule_scope():
+
+        @derivative(module.cube)
+        def cube_rule(x, result, g):
+            return g * 2.0 * result
+
+        module.dcube = grad(module.cube)
+        with pytest.raises(NoDerivativeError, match="second derivatives through `cube`"):
+            grad(module.g)
