@@ -406,8 +406,8 @@ def test_second_derivatives_follow_a_ruled_body_only_where_they_pass_through_it(
 
 def test_a_gradient_through_a_rule_called_from_a_function_is_refused_too(tmp_path):
     """`grad(dcube)` was refused, but `grad(g)` with `g(x) = dcube(x)` inlined the generated
-    gradient and followed the body's derivative: 6x (2.94 at 0.7) where the rule g * 2 *
-    result gives 6x^2 (JAX's custom_jvp with the same rule: 1.372)."""
+    gradient (2 result, by the rule) and followed the body's derivative: 6x^2 (2.94 at 0.7)
+    where the rule makes result' = 2 result, so 4x^3 (1.372, as JAX's custom_jvp gives)."""
     from adcompile import NoDerivativeError
 
     module = module_from_source(
