@@ -25,7 +25,7 @@ from .errors import UnsupportedSyntaxError
 from .floats import ARRAY_FACTS, NO_FACTS, ArrayFacts, FloatFacts
 from .forward import build_forward_gradient, build_jvp
 from .in_place import scatter_in_place
-from .ir import CoreFunction, If, Loop, Stmt, helper_alias
+from .ir import CoreFunction, If, Loop, Stmt, helper_alias, refuse_differentiating_again
 from .lower import is_array_code, lower_function
 from .optimize import choose_passes, finish_array_code
 from .optimize import optimize as run_passes
@@ -364,8 +364,7 @@ def _sources(statements: list[ast.stmt]) -> dict[str, set[str]]:
             if isinstance(stmt, ast.For):
                 record(stmt.body)
                 record(stmt.orelse)
-                reads = set(loads_in(stmt.iter))
-                targets = stored_names(ast.Assign(targets=[stmt.target], value=stmt.iter))
+                reads, targets = set(loads_in(stmt.iter)), set(names_in(stmt.target))
             elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
                 call = stmt.value  # `stack1.append(t)`: the stack holds t
                 receiver = getattr(call.func, "value", None)
@@ -441,9 +440,7 @@ def compile_transform(
             "grad(grad(grad(f))), jacobian(grad(grad(f))) or hessian(grad(f))"
         )
     _check_composable(fn, kind)
-    refusal = getattr(fn, "adcompile_reread_refusal", None)
-    if refusal is not None:
-        raise type(refusal)(refusal.message, refusal.location)
+    refuse_differentiating_again(fn)
     fn = _differentiable_version(fn)
     with _collector_paused():
         generated = generate(load_function(fn), kind, wrt, mode, optimize)

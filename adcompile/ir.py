@@ -53,6 +53,13 @@ class RuledBody:
     refusal: Exception
 
 
+def refuse_differentiating_again(fn: object) -> None:
+    """Raise the refusal a generated function carries (``RuledBody``), if it carries one."""
+    refusal = getattr(fn, "adcompile_reread_refusal", None)
+    if refusal is not None:  # a fresh error each time: the stored one is kept pristine
+        raise type(refusal)(refusal.message, refusal.location)
+
+
 @dataclass(frozen=True)
 class Global:
     """A constant the generated module provides: ``math.pi`` or a user's ``K = 3.0``."""

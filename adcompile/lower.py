@@ -40,6 +40,7 @@ from .ir import (
     Var,
     assignment_counts,
     atom_expr,
+    refuse_differentiating_again,
 )
 from .iteration import IterationRewriter
 from .local_functions import misplaced_local_function
@@ -1089,9 +1090,7 @@ class Lowerer(ArrayLowering):
     def _call_user_function(
         self, node: ast.Call, target: str, callee: object, fs: FunctionSource
     ) -> None:
-        refusal = getattr(callee, "adcompile_reread_refusal", None)
-        if refusal is not None:  # a generated gradient through a user rule, called here
-            raise type(refusal)(refusal.message, refusal.location)
+        refuse_differentiating_again(callee)  # a generated gradient through a user rule
         rule = self.rules.lookup(callee, len(fs.param_names()))
         if rule is None:
             self._inline(node, target, fs)
