@@ -356,11 +356,12 @@ def _compare(
                 fs, gradient, points=points, wrt=wrt, load_primal=lambda: _primal(fs)
             )
             return report, "SymPy"
-        except UnsupportedSyntaxError:  # loops, calls with keywords...: SymPy cannot follow
+        except UnsupportedSyntaxError as stop:  # a loop, a variable unbound on a path...
             if points is None:
                 raise UsageError(
-                    "SymPy cannot follow this function (loops or calls); give a point with "
-                    "--at to check it against a high-precision numerical reference (mpmath)"
+                    "SymPy cannot follow this function; give a point with --at to check it "
+                    "against a high-precision numerical reference (mpmath). The SymPy "
+                    f"reference stopped here:\n{stop}"
                 ) from None
     from .reference import compare_with_mp
 

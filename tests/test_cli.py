@@ -281,6 +281,7 @@ def test_check_of_a_loop_needs_a_point(tmp_path):
     result = run_cli("check", f"{target}:euler")
     assert result.returncode == 2
     assert "give a point with --at" in result.stderr
+    assert f"{target}:6:5: for loops are not supported by the SymPy reference" in result.stderr
 
 
 def test_check_and_dump_follow_calls_in_the_same_file(tmp_path):
