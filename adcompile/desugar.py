@@ -133,7 +133,7 @@ class Desugar:
         if not early:
             return self._block(body, _Context())
         context = _Context(
-            returned=self.names.fresh_internal("returned"),
+            returned=self.names.fresh_jump_flag("returned", "return"),
             result=self.names.fresh_internal("result"),
         )
         anchor = body[0]
@@ -181,11 +181,11 @@ class Desugar:
         if isinstance(stmt, ast.Return) and context.returned is not None:
             return self._return(stmt, context)
         if isinstance(stmt, ast.Break) and context.loop is not None:
-            context.loop.brk = context.loop.brk or self.names.fresh_internal("broke")
+            context.loop.brk = context.loop.brk or self.names.fresh_jump_flag("broke", "break")
             context.exits.add(context.loop.brk)
             return [_flag(context.loop.brk, True, stmt)]
         if isinstance(stmt, ast.Continue) and context.loop is not None:
-            context.loop.cont = context.loop.cont or self.names.fresh_internal("skip")
+            context.loop.cont = context.loop.cont or self.names.fresh_jump_flag("skip", "continue")
             context.exits.add(context.loop.cont)
             return [_flag(context.loop.cont, True, stmt)]
         if isinstance(stmt, ast.If) and _elif_count(stmt) >= FLAT_ELIF_CHAIN:

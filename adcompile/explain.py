@@ -9,7 +9,7 @@ then with numbers, so the explanation and the generated code share one source of
 The steps are data (``Explanation.steps``); ``str()`` gives the text form, ``to_markdown()``
 a table and ``to_json()`` the JSON form, whose shape is ``JSON_SCHEMA`` below (a JSON
 Schema): an object with the function, point, value, gradient and a list of steps, each step
-with ``sweep`` (``forward``/``backward``), ``kind`` (``assign``, ``test``, ``branch``,
+with ``sweep`` (``forward``/``backward``), ``kind`` (``assign``, ``test``, ``branch``, ``jump``,
 ``iteration``, ``seed``, ``adjoint``, ``sum``), ``line``, ``where`` (the function and file of
 an inlined line, else null), ``source`` (the line's text), ``target``, ``formula``,
 ``numbers``, ``value`` and ``loops`` (the enclosing loop iterations); adjoint steps add
@@ -64,7 +64,13 @@ from .unbound import unbound_message
 
 FORWARD = "forward"
 BACKWARD = "backward"
-KINDS = ("assign", "test", "branch", "iteration", "seed", "adjoint", "sum")
+KINDS = ("assign", "test", "branch", "jump", "iteration", "seed", "adjoint", "sum")
+# How a `return`, `break` or `continue` is shown (the flag the compiler sets for it is not).
+_JUMP_TEXT = {
+    "return": "return: leaves the function",
+    "break": "break: leaves the loop",
+    "continue": "continue: on to the next iteration",
+}
 # Iterations shown in full at each end of a loop unless every iteration is asked for.
 SHOWN_AT_EACH_END = 2
 
@@ -358,6 +364,8 @@ class _Interpreter:
         self.loops: list[LoopPosition] = []
         self.runs: dict[int, int] = {}
         self.quiet = 0  # inside a user rule's forward body: values only, no steps
+        self.flag_tests: set[str] = set()  # tests that read only jump flags: not shown
+        self.has_else = _if_has_else(fs.node)
         self.strip = re.compile(rf"\b(?:{re.escape(core.math_alias)}|math)\.")
 
     # ----- names -----------------------------------------------------------------------
@@ -494,8 +502,20 @@ class _Interpreter:
             )
         )
 
+    def jump_of(self, name: str) -> str | None:
+        """The jump whose flag ``name`` is (``"break"``...), else None."""
+        names = self.core.names
+        return names.jump_of(name) if names is not None else None
+
     def copy(self, stmt: Copy) -> None:
         value = self.value(stmt.source)
+        jump = self.jump_of(stmt.target)
+        if jump is not None:  # a flag: shown as the jump that sets it, never as a value
+            self.env[stmt.target] = value
+            self.labels[stmt.target] = ast.Name(id=self.display(stmt.target), ctx=ast.Load())
+            if isinstance(stmt.source, Const) and stmt.source.value is True:
+                self._record("jump", stmt, jump, _JUMP_TEXT[jump], "", True)
+            return
         label = self.label(stmt.source)
         self.env[stmt.target] = value
         source_text = self.text(label)
@@ -536,6 +556,10 @@ class _Interpreter:
             if value:
                 raise UnboundLocalError(unbound_message(stmt.unbound))
             return
+        if stmt.reads and all(self.jump_of(name) for name in stmt.reads):
+            self.env[stmt.target] = value  # `not returned`: the jump was shown where it was
+            self.flag_tests.add(stmt.target)
+            return
         shown = self._relabel(stmt.expr, numbers=False)
         numbers = self._relabel(stmt.expr, numbers=True)
         self.env[stmt.target] = value
@@ -551,9 +575,14 @@ class _Interpreter:
 
     def branch(self, stmt: If) -> None:
         taken = bool(self.env[stmt.cond])
+        if stmt.cond in self.flag_tests:  # what a jump skips: the jump said so
+            self.block(stmt.body if taken else stmt.orelse)
+            return
         test = self.text(self.labels[stmt.cond])
         which = "if" if taken else "else"
         formula = f"runs the {which} branch ({test} is {taken})"
+        if not taken and self.has_else.get(stmt.line) is False:
+            formula = f"skips the if branch ({test} is False)"
         self._record("branch", stmt, which, formula, "", taken)
         self.block(stmt.body if taken else stmt.orelse)
         if not self.quiet:
@@ -653,6 +682,8 @@ class _Interpreter:
                 )
             )
         elif event.kind == "branch":
+            if not event.taken and self.has_else.get(stmt.line) is False:
+                return  # an `if` skipped, with no `else`: nothing to go back through
             line, where = _line_parts(stmt.line)
             which = "if" if event.taken else "else"
             formula = f"back through the {which} branch"
@@ -980,6 +1011,20 @@ class _Row:
     note: str = ""
 
 
+def _if_has_else(function: ast.AST) -> dict[int, bool]:
+    """Whether the `if` statement on each line has an `else` (or `elif`); lines with a
+    conditional expression too, or two `if`s, are left out: a branch there is ambiguous."""
+    found: dict[int, list[ast.AST]] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.If | ast.IfExp):
+            found.setdefault(node.lineno, []).append(node)
+    return {
+        line: bool(nodes[0].orelse)
+        for line, nodes in found.items()
+        if len(nodes) == 1 and isinstance(nodes[0], ast.If)
+    }
+
+
 def _hidden_loop(step: Step) -> LoopPosition | None:
     """The outermost loop iteration this step is in that the summary leaves out."""
     for position in step.loops:
@@ -1068,7 +1113,7 @@ def _rows(explanation: Explanation, all_iterations: bool) -> list[_Row | str]:
             numbers = _sum_numbers(step, all_iterations)
             value = format_number(step.value)
             rows.append(_Row(label, shown_line, step.formula, numbers, value, _uses_note(step)))
-        elif step.kind in ("branch", "iteration"):
+        elif step.kind in ("branch", "jump", "iteration"):
             rows.append(_Row(label, shown_line, step.formula, "", ""))
         else:
             value = format_number(step.value)

@@ -58,6 +58,9 @@ class NameTable:
         # Variables the compiler introduces (flags, accumulators): no user name stands behind
         # them, so explanations show them under their own names, never under a user's.
         self.internal: set[str] = set()
+        # The internal flags that stand for a jump (``returned`` -> "return", ``broke`` ->
+        # "break", ``skip`` -> "continue"): explanations show the jump, not the flag.
+        self.jumps: dict[str, str] = {}
         # The inlined function whose variables are being named (None: the outermost), and
         # the function each fresh version belongs to: explanations show `softplus.x`, not a
         # second `x`.
@@ -91,6 +94,16 @@ class NameTable:
         name = self.fresh(base)
         self.internal.add(name)
         return name
+
+    def fresh_jump_flag(self, base: str, jump: str) -> str:
+        """``fresh_internal`` for the flag that the statement ``jump`` sets (see ``jumps``)."""
+        name = self.fresh_internal(base)
+        self.jumps[name] = jump
+        return name
+
+    def jump_of(self, name: str) -> str | None:
+        """The jump (``"break"``...) whose flag ``name`` is a version of, else None."""
+        return self.jumps.get(self.shown_as(name))
 
     def shown_as(self, name: str) -> str:
         """The name an explanation shows for a version: the user's variable it stands for

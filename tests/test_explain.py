@@ -130,6 +130,49 @@ def test_the_branch_taken_is_shown():
     assert "z = -x" in str(other) and "z = x * y" not in str(other)
 
 
+def jumps(x, n):
+    s = 0.0
+    for i in range(n):
+        if i == 1:
+            continue
+        s = s + x * i
+        if s > 2.5:
+            break
+    if s > 10.0:
+        return s * 2.0
+    return s
+
+
+def test_jumps_are_shown_as_the_statements_not_as_the_compilers_flags():
+    explanation = explain(jumps, 1.5, 5)
+    text = str(explanation)
+    for flag in ("skip", "broke", "returned"):
+        assert not re.search(rf"\b{flag}\b", text)  # the compiler's variables for the jumps
+    shown = [(s.line, s.target, s.formula) for s in explanation.steps if s.kind == "jump"]
+    assert shown == [
+        (jumps.__code__.co_firstlineno + 4, "continue", "continue: on to the next iteration"),
+        (jumps.__code__.co_firstlineno + 7, "break", "break: leaves the loop"),
+        (jumps.__code__.co_firstlineno + 10, "return", "return: leaves the function"),
+    ]
+    assert explanation.gradient == pytest.approx({"x": 2.0, "n": 0.0})  # s = x * 2, then break
+    early = explain(jumps, 6.0, 5)  # s = 12 > 10: the early return
+    returns = [s.line for s in early.steps if s.kind == "jump" and s.target == "return"]
+    assert returns == [jumps.__code__.co_firstlineno + 9]
+    assert early.gradient == pytest.approx({"x": 4.0, "n": 0.0})
+    data = json.loads(early.to_json())
+    _check(data, JSON_SCHEMA)
+
+
+def test_an_if_without_else_is_skipped_not_said_to_run_an_else():
+    explanation = explain(jumps, 1.5, 5)
+    text = str(explanation)
+    assert "skips the if branch (i == 1 is False)" in text
+    assert "else branch" not in text  # neither forward nor back: no `if` here has an `else`
+    other = explain(branchy, -0.5, 2.0)  # an `if` with an `else` still says so
+    assert "runs the else branch (x > 0 is False)" in str(other)
+    assert "back through the else branch" in str(other)
+
+
 def decay(x, a):
     for _ in range(100):
         x = x - 0.1 * math.sin(x) * a
