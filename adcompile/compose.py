@@ -33,9 +33,21 @@ def _cached(fn: Callable[..., Any], kind: str, wrt: Wrt = None) -> Callable[...,
     """``compile_transform(fn, kind, wrt)``, compiled once per function, code and ``wrt``,
     and compiled again when what it was compiled against changed: the rules in force (a
     rule registered later, a ``rule_scope`` left) or a constant the function reads."""
+    per_function = _CACHE.setdefault(fn, {})
+    key = _cache_key(fn, kind, wrt)
+    if key not in per_function:
+        compiled = compile_transform(fn, kind, wrt)
+        # Compiling may load rule tables (NumPy's, on first use): the key after it is the
+        # one the next call computes.
+        per_function[key] = per_function[_cache_key(fn, kind, wrt)] = compiled
+    return per_function[key]
+
+
+def _cache_key(fn: Callable[..., Any], kind: str, wrt: Wrt) -> tuple:
+    """What a compiled transform depends on besides ``fn``'s code: see ``_cached``."""
     from .rules import registry
 
-    key = (
+    return (
         kind,
         getattr(fn, "__code__", None),
         _hashable(wrt),
@@ -43,16 +55,13 @@ def _cached(fn: Callable[..., Any], kind: str, wrt: Wrt = None) -> Callable[...,
         registry.REGISTRATIONS,
         _constants_read(fn),
     )
-    per_function = _CACHE.setdefault(fn, {})
-    if key not in per_function:
-        per_function[key] = compile_transform(fn, kind, wrt)
-    return per_function[key]
 
 
 def _constants_read(fn: Callable[..., Any]) -> tuple:
-    """The numbers (and tuples, arrays by identity) that ``fn``'s own code reads from its
-    module and closure, as they are now. Constants of the helpers it calls are not looked
-    at: like ``grad``, the transforms read those when they are compiled."""
+    """What ``fn``'s own code reads from its module and closure, as it is now: numbers,
+    tuples and strings (an einsum subscript) by value, arrays and everything else (the
+    helper function a global names) by identity. What the helpers it calls read is not
+    looked at: like ``grad``, the transforms read that when they are compiled."""
     code = getattr(fn, "__code__", None)
     if code is None:
         return ()
@@ -73,17 +82,21 @@ def _constants_read(fn: Callable[..., Any]) -> tuple:
     ]
     if isinstance(fn, types.FunctionType):
         seen += sorted(closure_values(fn).items())
-    return tuple((name, _data_key(value)) for name, value in seen if _is_data(value))
+    return tuple((name, _value_key(value)) for name, value in seen)
 
 
-def _is_data(value: object) -> bool:
-    return isinstance(value, int | float | tuple) or type(value).__name__ == "ndarray"
-
-
-def _data_key(value: object) -> object:
-    # repr: nan equals itself, 1 is not 1.0; an array by identity (its elements are read
-    # from the object itself when the code runs)
-    return ("array", id(value)) if type(value).__name__ == "ndarray" else repr(value)
+def _value_key(value: object) -> object:
+    """A key equal for equal data (repr: nan equals itself, 1 is not 1.0) and for the same
+    object otherwise (an array's elements are read from the object itself when code runs)."""
+    if isinstance(value, int | float | tuple | str):
+        return repr(value)
+    try:
+        hash(value)
+    except TypeError:  # a list, a dict, an array: the object itself, by identity
+        return ("id", id(value))
+    # The id compares first (never the object's own __eq__); the object in the key keeps
+    # it alive, so its id cannot be reused meanwhile.
+    return ("object", id(value), value)
 
 
 def _private(args: tuple) -> tuple:

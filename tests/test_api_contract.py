@@ -24,6 +24,7 @@ from adcompile import (
     rule_scope,
     vjp,
 )
+from adcompile.compose import _CACHE
 from adcompile.rules.registry import RuleError
 from adcompile.testing import assert_grad_matches_sympy
 from tests.helpers import module_from_source
@@ -82,6 +83,37 @@ def test_jvp_and_vjp_compile_again_when_a_module_s_constant_changes(
     helpers.K = 9.0
     assert jvp(user.scaled, (1.0,), (1.0,)) == (9.0, 9.0)
     assert vjp(user.scaled, 1.0)[1](1.0) == (9.0,)
+
+
+def test_jvp_and_vjp_compile_again_when_a_global_names_another_helper(tmp_path: Path) -> None:
+    """The key held numbers only: after `helper = cube`, jvp gave x * x's value and tangent
+    and the pullback x * x's cotangent, next to Python's own value of the cube."""
+    module = module_from_source(
+        tmp_path,
+        "def square(x):\n    return x * x\n\n\ndef cube(x):\n    return x * x * x\n\n\n"
+        "helper = square\n\n\ndef f(x):\n    return helper(x)\n",
+    )
+    assert jvp(module.f, (3.0,), (1.0,)) == (9.0, 6.0)
+    assert vjp(module.f, 3.0)[1](1.0) == (6.0,)
+    module.helper = module.cube
+    assert jvp(module.f, (3.0,), (1.0,)) == (27.0, 27.0)
+    assert vjp(module.f, 3.0)[1](1.0) == (27.0,)
+
+
+def test_jvp_compiles_again_when_an_einsum_subscript_string_changes(tmp_path: Path) -> None:
+    """A module-level string (einsum's subscripts) is read at compile time, like a number."""
+    module = module_from_source(
+        tmp_path,
+        'import numpy as np\n\nSUBS = "i,i->"\n\n\n'
+        "def g(x, y):\n    return np.einsum(SUBS, x, y)\n",
+    )
+    x, y = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    tangents = (np.ones(2), np.zeros(2))
+    for _ in range(2):  # the first compile loads NumPy's rules: a second call reuses its code
+        assert jvp(module.g, (x, y), tangents) == (11.0, 7.0)
+    assert len({id(code) for code in _CACHE[module.g].values()}) == 1
+    module.SUBS = "i,j->"
+    assert jvp(module.g, (x, y), tangents) == (21.0, 14.0)  # sum(x) * sum(y), sum(y) * 2
 
 
 def test_jvp_and_vjp_use_the_rules_in_force(module: types.ModuleType) -> None:
