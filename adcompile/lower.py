@@ -1056,6 +1056,9 @@ class Lowerer(ArrayLowering):
         if rule is None:
             self._call_without_rule(node, target, callee, shown)
             return
+        if not self._nameable(callee):  # a rule on a functools.partial, a callable object
+            message = messages.not_callable_from_generated_code(ast.unparse(node.func), callee)
+            raise self._error(UnsupportedSyntaxError, node.func, message)
         atoms = [self._atom(arg) for arg in args]
         shape = ast.Call(func=shown, args=[_placeholder(i) for i in range(len(atoms))], keywords=[])
         self._apply(node, target, callee, atoms, shape, rule)
@@ -1207,6 +1210,9 @@ class Lowerer(ArrayLowering):
         if arities:
             message = messages.wrong_arity(name, len(node.args), arities)
             raise self._error(UnsupportedSyntaxError, node, message)
+        if not self._nameable(callee):
+            message = messages.not_callable_from_generated_code(name, callee)
+            raise self._error(UnsupportedSyntaxError, node.func, message)
         if not self._renderable_callee(callee):
             raise self._error(NoDerivativeError, node.func, messages.no_rule(name, callee))
         # A known function with no derivative (math.floor, round, ...): fine as long as no
@@ -1456,6 +1462,13 @@ class Lowerer(ArrayLowering):
         if name and getattr(builtins, name, None) is value:  # `len`, or its alias `len_1`
             return builtin_call(name).func
         return load(node.id)
+
+    def _nameable(self, value: object) -> bool:
+        """Whether the generated module can call ``value`` by name: a function of ``math``
+        (or NumPy, in array code), a builtin, or a helper of generated array code."""
+        name = getattr(value, "__name__", None)
+        is_builtin = name is not None and getattr(builtins, name, None) is value
+        return is_builtin or self._renderable_callee(value)
 
     def _renderable_callee(self, value: object) -> bool:
         name = getattr(value, "__name__", None)

@@ -412,6 +412,21 @@ def no_rule(name: str, value: object) -> str:
     )
 
 
+def not_callable_from_generated_code(name: str, value: object) -> str:
+    """A call of something the standalone generated module has no name for."""
+    module = getattr(value, "__module__", None)
+    what = (
+        f"`{module}.{value.__name__}`, from a module other than math"
+        if module and hasattr(value, "__name__") and module != "builtins"
+        else f"an object of type `{type(value).__module__}.{type(value).__qualname__}`"
+    )
+    return (
+        f"`{name}` is {what}: generated code needs only math (and NumPy) and cannot call it, "
+        "with or without a derivative rule; call a function of math or your own `def` "
+        "(inlined; a rule on it is used), or compute the value outside and pass it in"
+    )
+
+
 # Functions that are piecewise constant (their derivative is 0 or undefined everywhere):
 # others without a rule (math.cbrt, math.exp2, ...) do have derivatives adcompile lacks.
 STEP_FUNCTIONS = frozenset(

@@ -430,3 +430,67 @@ def test_a_gradient_through_a_rule_called_from_a_function_is_refused_too(tmp_pat
         module.dcube = grad(module.cube)
         with pytest.raises(NoDerivativeError, match="second derivatives through `cube`"):
             grad(module.g)
+
+
+CALLABLES = """
+import functools
+from operator import mul as omul
+
+
+def power(x, k):
+    return x ** k
+
+
+square = functools.partial(power, k=2.0)
+
+
+class Square:
+    def __call__(self, x):
+        return x * x
+
+
+square_object = Square()
+
+
+def via_partial(x):
+    return square(x) * x
+
+
+def via_object(x):
+    return square_object(x) * x
+
+
+def via_operator(x):
+    return omul(x, x) * x
+"""
+
+
+@pytest.mark.parametrize(
+    ("function", "callee", "what"),
+    [
+        ("via_partial", "square", "functools.partial"),
+        ("via_object", "square_object", "Square"),
+        ("via_operator", "omul", "_operator.mul"),
+    ],
+)
+@pytest.mark.parametrize("with_rule", [False, True])
+def test_a_callable_the_generated_code_cannot_name_is_refused_at_compile_time(
+    tmp_path, function, callee, what, with_rule
+):
+    """With a rule, these compiled and the gradient raised NameError: the standalone module
+    called `square(x)`, which it never defines (`operator.mul` has the `*` rule built in)."""
+    module = module_from_source(tmp_path, CALLABLES)
+    target = getattr(module, callee) if callee != "omul" else None
+    with rule_scope():
+        if target is not None and with_rule:
+
+            @derivative(target)
+            def rule(x, result, g):
+                return g * 2.0 * x
+
+        with pytest.raises(AdcompileError) as caught:
+            grad(getattr(module, function))
+    message = str(caught.value)
+    assert message.startswith(f"{module.__file__}:")
+    assert f"`{callee}` is " in message and what in message
+    assert "cannot call it" in message
