@@ -14,6 +14,7 @@ import gc
 import inspect
 import numbers
 import os
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 from . import messages
 from .astutil import loads_in, names_in, stored_names
 from .depth import room_for_deep_expressions
-from .errors import UnsupportedSyntaxError
+from .errors import AdcompileError, UnsupportedSyntaxError
 from .floats import ARRAY_FACTS, NO_FACTS, ArrayFacts, FloatFacts
 from .forward import build_forward_gradient, build_jvp
 from .in_place import scatter_in_place
@@ -432,13 +433,7 @@ def compile_transform(
     optimize: Optimize = True,
 ) -> Callable[..., Any]:
     """Generate, load and label one transform of ``fn`` (see ``generate``)."""
-    composite = getattr(fn, "adcompile_composite", None)
-    if composite is not None:  # a Python closure calling generated code: no source to read
-        raise TypeError(
-            f"the function adcompile.{composite} returns calls generated code at run time and "
-            "cannot be compiled again; build higher derivatives from grad instead, e.g. "
-            "grad(grad(grad(f))), jacobian(grad(grad(f))) or hessian(grad(f))"
-        )
+    refuse_composite(fn)
     _check_composable(fn, kind)
     refuse_differentiating_again(fn)
     fn = _differentiable_version(fn)
@@ -464,6 +459,32 @@ def compile_transform(
     function.adcompile_array_code = generated.array_code
     function.adcompile_reread_refusal = generated.reread_refusal
     return function
+
+
+def refuse_composite(fn: Callable[..., Any]) -> None:
+    """Refuse a function ``jacobian`` or ``hessian`` returned: a Python closure calling
+    generated code, with no source to read."""
+    composite = getattr(fn, "adcompile_composite", None)
+    if composite is not None:
+        raise TypeError(
+            f"the function adcompile.{composite} returns calls generated code at run time and "
+            "cannot be compiled again; build higher derivatives from grad instead, e.g. "
+            "grad(grad(grad(f))), jacobian(grad(grad(f))) or hessian(grad(f))"
+        )
+
+
+def called_version(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """What compiled code calling ``fn`` inlines: ``fn`` itself or, for a generated gradient,
+    the version that can be read again. Refused as differentiating ``fn`` itself would be,
+    with an error the caller places at the call (not at ``fn``'s ``def``)."""
+    try:
+        refuse_composite(fn)
+        _check_composable(fn, "grad")  # a call is one number, as grad differentiates
+        return _differentiable_version(fn)
+    except TypeError as exc:
+        raise UnsupportedSyntaxError(str(exc)) from None
+    except AdcompileError as exc:
+        raise UnsupportedSyntaxError(exc.message) from None
 
 
 def _check_composable(fn: Callable[..., Any], kind: str) -> None:
@@ -511,7 +532,20 @@ def _differentiable_version(fn: Callable[..., Any]) -> Callable[..., Any]:
             f"twin without them can be compiled again; for second derivatives use "
             f"hessian({name}), which takes forward mode over this gradient"
         )
-    return compile_transform(recipe.primal, recipe.kind, recipe.wrt, "forward")
+    from .rules import registry
+
+    # Once per gradient and rules in force: a call of it in a test is looked at many times.
+    rules = (registry.active_rules(), registry.REGISTRATIONS)
+    known = _TWINS.get(fn)
+    if known is None or known[0] != rules:
+        twin = compile_transform(recipe.primal, recipe.kind, recipe.wrt, "forward")
+        known = _TWINS[fn] = (rules, twin)
+    return known[1]
+
+
+_TWINS: weakref.WeakKeyDictionary[Callable[..., Any], tuple[object, Callable[..., Any]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def grad(

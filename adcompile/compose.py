@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from . import messages
-from .api import Wrt, compile_transform, grad, resolve_wrt
+from .api import Wrt, compile_transform, grad, refuse_composite, resolve_wrt
 from .errors import NoDerivativeError, UnsupportedSyntaxError
 from .lower import is_array_code
 from .source import closure_values, load_function
@@ -145,6 +145,7 @@ def _completer(fn: Callable[..., Any]) -> Callable[[tuple], tuple]:
     The generated transforms take their extra parameters (tangents, cotangents) after all of
     the primal's, so a primal argument left to its default must be passed explicitly.
     """
+    refuse_composite(fn)  # a Jacobian or Hessian function: said so, not its *args refused
     fs = load_function(fn)
     arguments = fs.node.args
     if arguments.vararg or arguments.kwarg or arguments.kwonlyargs:  # as compiling would say

@@ -1087,7 +1087,9 @@ class Lowerer(ArrayLowering):
                 return None
             if helper_name(callee):  # a primitive of generated array code
                 return None
-            return load_function(callee)
+            from .api import called_version  # (api imports this module)
+
+            return load_function(called_version(callee))
         return None
 
     def _call_user_function(

@@ -533,3 +533,92 @@ def test_jvp_and_vjp_of_a_function_of_a_sequence_say_how(tmp_path) -> None:
     assert (value, tangent) == pytest.approx((2.5 * math.sin(1.0), 2.5 * math.cos(1.0)), rel=1e-15)
     _, pullback = vjp(lambda x: module.f(x, ws), 1.0)
     assert pullback(2.0) == pytest.approx((5.0 * math.cos(1.0),), rel=1e-15)
+
+
+CALLS_OF_TRANSFORMS = """
+import math
+
+from adcompile import grad, hessian
+
+
+def loopy(x, n):
+    s = x
+    for i in range(n):
+        s = s * math.cos(s) + x
+    return s
+
+
+def h(x, y):
+    return math.sin(x * y) + x ** 3 * y
+
+
+dloopy = grad(loopy, wrt="x")
+dh = grad(h)
+H = hessian(h, wrt="x")
+
+
+def calls_a_loop_gradient(x):
+    return dloopy(x, 3) * x
+
+
+def calls_a_tuple_gradient(x, y):
+    return dh(x, y) * y
+
+
+def calls_a_hessian(x, y):
+    return H(x, y) * x
+"""
+
+
+def test_a_function_calling_a_reverse_gradient_with_loops_is_differentiated(tmp_path) -> None:
+    """Calling it was refused at the generated code's `stack1.append`, which differentiating
+    it directly (grad(grad(loopy))) already replaced with its forward-mode twin."""
+    import mpmath as mp
+
+    from tests.helpers import module_from_source
+
+    module = module_from_source(tmp_path, CALLS_OF_TRANSFORMS)
+
+    def loopy_mp(x):
+        s = x
+        for _ in range(3):
+            s = s * mp.cos(s) + x
+        return s
+
+    second = grad(module.calls_a_loop_gradient)
+    for x in (0.4, -0.9, 1.3):
+        with mp.workdps(40):
+            expected = mp.diff(loopy_mp, x, 2) * x + mp.diff(loopy_mp, x, 1)
+        assert second(x) == pytest.approx(float(expected), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("caller", "message"),
+    [
+        ("calls_a_tuple_gradient", r"grad\(h\) returns a tuple of partials"),
+        ("calls_a_hessian", r"adcompile.hessian returns calls generated code"),
+    ],
+)
+def test_a_call_of_a_transform_that_cannot_be_read_again_is_refused_at_the_call(
+    tmp_path, caller, message
+) -> None:
+    """The errors pointed into the generated module and into adcompile's compose.py."""
+    from tests.helpers import module_from_source
+
+    module = module_from_source(tmp_path, CALLS_OF_TRANSFORMS)
+    function = getattr(module, caller)
+    with pytest.raises(UnsupportedSyntaxError, match=message) as caught:
+        grad(function)
+    line = function.__code__.co_firstlineno + 1
+    assert str(caught.value).startswith(f"{module.__file__}:{line}:12:")
+
+
+def test_jvp_and_vjp_of_a_hessian_say_how_to_go_higher(tmp_path) -> None:
+    """They refused the Hessian function's `*args`, in adcompile's compose.py."""
+    from tests.helpers import module_from_source
+
+    module = module_from_source(tmp_path, CALLS_OF_TRANSFORMS)
+    with pytest.raises(TypeError, match=r"build higher derivatives from grad"):
+        jvp(module.H, (0.4, 0.9), (1.0, 0.0))
+    with pytest.raises(TypeError, match=r"build higher derivatives from grad"):
+        vjp(module.H, 0.4, 0.9)
