@@ -1161,8 +1161,8 @@ class Lowerer(ArrayLowering):
     def _argument_atom(self, binding: Binding, node: ast.Call) -> Atom:
         if binding.expr is not None:
             return self._atom(binding.expr)
-        if isinstance(binding.default, _NUMBER_TYPES):
-            return Const(binding.default)
+        if binding.default is None or isinstance(binding.default, _NUMBER_TYPES):
+            return Const(binding.default)  # None, as when passed: `if scale is None:`
         literal = _number_tuple_literal(binding.default)
         if literal is not None:  # `w=(1.0, 2.0)`: as if passed (a value with no derivative)
             return self._atom(ast.fix_missing_locations(ast.copy_location(literal, node)))

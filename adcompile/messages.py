@@ -332,7 +332,10 @@ def recursion(cycle: list[str]) -> str:
 
 def default_not_number(param: str, value: object) -> str:
     """A default value that cannot be used in differentiated code."""
-    return f"the default of `{param}` is {value!r}; only numbers can be passed here"
+    return (
+        f"the default of `{param}` is {value!r}; only numbers, tuples of numbers and None "
+        "can be passed here"
+    )
 
 
 def wrong_arity(name: str, given: int, arities: list[int]) -> str:

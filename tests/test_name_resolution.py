@@ -421,6 +421,28 @@ def test_a_helpers_tuple_default_is_passed_as_a_literal(tmp_path: Path) -> None:
     assert "w = 1.0, 2.5" in grad(module.f).source
 
 
+def test_a_helpers_none_default_is_passed_as_none(tmp_path: Path) -> None:
+    """`def scaled(x, scale=None)` called as `scaled(x)` was refused ("the default of
+    `scale` is None; only numbers can be passed here"), though `scaled(x, None)` compiles."""
+    module = module_from_source(
+        tmp_path,
+        """
+        import math
+
+
+        def scaled(x, scale=None):
+            if scale is None:
+                scale = 2.0
+            return math.sin(x) * scale
+
+
+        def f(x):
+            return scaled(x) + scaled(x, 3.0)
+        """,
+    )
+    assert_grad_matches_mp(module.f, [{"x": 0.3}, {"x": -1.7}])
+
+
 def test_a_loop_over_a_list_of_a_range(tmp_path: Path) -> None:
     """`list(range(n))` was refused as a call of `list`, which has no derivative rule; it
     carries none. Reference: d/dx sum(x * i for i < n) = n (n - 1) / 2."""
