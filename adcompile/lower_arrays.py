@@ -407,12 +407,38 @@ class ArrayLowering:
                 return rule
         return None
 
-    def _statics(
-        self, node: ast.AST, rule: Rule, extra: list[ast.expr], keywords: list[ast.keyword]
-    ) -> dict[str, ast.expr]:
-        """Bind extra positional arguments and keywords to the rule's static parameters."""
+    def _named_extras(
+        self, callee: object, rule: Rule, extra: list[ast.expr], skip: int
+    ) -> list[tuple[str, ast.expr]]:
+        """Each extra positional argument with the name NumPy gives it: ``np.sum(x, 1, None,
+        None, True)`` passes axis, dtype, out and keepdims, where the rule lists axis and
+        keepdims. A parameter the rule does not take may be passed only as None (its
+        default). ``skip`` counts the arguments before the extras (the arrays)."""
         names = [name for name, _ in rule.statics]
-        given: dict[str, ast.expr] = dict(zip(names, extra, strict=False))
+        try:
+            numpy_names = list(inspect.signature(callee).parameters)[skip:]  # type: ignore[arg-type]
+        except (TypeError, ValueError):  # a ufunc: no extras beyond the rule's
+            numpy_names = []
+        if len(extra) < 2 or len(numpy_names) < len(extra):
+            return list(zip(names, extra, strict=False))  # the first is the rule's first
+        named = list(zip([names[0], *numpy_names[1 : len(extra)]], extra, strict=True))
+        for name, expr in named:
+            if name not in names and not _is_none(expr):
+                message = messages.unsupported_argument(rule.name, name, names)
+                raise self._error(UnsupportedSyntaxError, expr, message)
+        return named
+
+    def _statics(
+        self,
+        node: ast.AST,
+        rule: Rule,
+        named: list[tuple[str, ast.expr]],
+        keywords: list[ast.keyword],
+    ) -> dict[str, ast.expr]:
+        """Bind named extra positional arguments (``_named_extras``) and keywords to the
+        rule's static parameters."""
+        names = [name for name, _ in rule.statics]
+        given = {name: expr for name, expr in named if name in names}
         for keyword in keywords:
             if keyword.arg not in names:
                 shown = keyword.arg or "**"
@@ -470,15 +496,16 @@ class ArrayLowering:
         rule = self._array_rule(node, callee, len(args))
         if rule is None:
             self._refuse_arrays_by_keyword(node, callee, shown)
-            self._refuse_extra_arguments(node, callee)
+            self._refuse_extra_arguments(node, callee, node.args)
             return False
         if rule.variadic:
             self._variadic_call(node, target, rule, shown)
             return True
         operands, extra = args[: rule.arity], args[rule.arity :]
         atoms = [self._atom(arg) for arg in operands]
-        statics = self._statics(node, rule, extra, node.keywords)
-        given = [statics[name] for name, _ in rule.statics[: len(extra)]]
+        named = self._named_extras(callee, rule, extra, rule.arity)
+        statics = self._statics(node, rule, named, node.keywords)
+        given = [statics.get(name, ast.Constant(value=None)) for name, _ in named]
         keywords = [ast.keyword(arg=k.arg, value=statics[k.arg]) for k in node.keywords]
         placeholders = [_placeholder(i) for i in range(len(atoms))]
         render = ast.Call(func=shown, args=placeholders + given, keywords=keywords)
@@ -502,14 +529,15 @@ class ArrayLowering:
                 message = messages.array_by_keyword(ast.unparse(shown), keyword.arg, example)
                 raise self._error(UnsupportedSyntaxError, keyword, message)
 
-    def _refuse_extra_arguments(self, node: ast.Call, callee: object) -> None:
-        """A function with a rule for fewer positional arguments (``np.trace(x, 1)``): say
-        which arguments it takes, rather than that it has no derivative."""
-        fewer = [a for a in array_rules().arities(callee) if a < len(node.args)]
+    def _refuse_extra_arguments(self, node: ast.Call, callee: object, args: list[ast.expr]) -> None:
+        """A function with a rule for fewer positional arguments (``np.trace(x, 1)``, or
+        ``x.cumsum(1, np.float64)``, whose ``args`` start with ``x``): say which arguments
+        it takes, rather than that it has no derivative."""
+        fewer = [a for a in array_rules().arities(callee) if a < len(args)]
         if fewer:
             rule = lookup_rule(self.rules, callee, max(fewer), arrays=True)
             message = messages.extra_arguments(rule.name, rule.params[: rule.arity], rule.statics)
-            first_extra = node.args[min(len(node.args) - 1, rule.arity + len(rule.statics))]
+            first_extra = args[min(len(args) - 1, rule.arity + len(rule.statics))]
             raise self._error(UnsupportedSyntaxError, first_extra, message)
 
     def _clip(self, node: ast.Call, target: str, shown: ast.expr) -> None:
@@ -607,7 +635,8 @@ class ArrayLowering:
             message = "nested lists of variables are not supported; build them with np.stack"
             raise self._error(UnsupportedSyntaxError, sequence, message)
         atoms = [self._atom(e) for e in sequence.elts]
-        statics = self._statics(node, rule, node.args[1:], node.keywords)
+        named = self._named_extras(None, rule, node.args[1:], 1)
+        statics = self._statics(node, rule, named, node.keywords)
         listed = type(sequence)(elts=[_placeholder(i) for i in range(len(atoms))], ctx=ast.Load())
         given = [statics[n] for n, _ in rule.statics[: len(node.args) - 1]]
         keywords = [ast.keyword(arg=k.arg, value=statics[k.arg]) for k in node.keywords]
@@ -633,12 +662,14 @@ class ArrayLowering:
             args = [ast.copy_location(ast.Tuple(elts=args, ctx=ast.Load()), args[0])]
         rule = self._array_rule(node, callee, 1 + len(args))
         if rule is None:
+            self._refuse_extra_arguments(node, callee, [method.value, *args])
             shown = ast.unparse(method)
             raise self._error(NoDerivativeError, method, messages.no_rule(shown, callee))
         operands, extra = args[: rule.arity - 1], args[rule.arity - 1 :]
         atoms = [self._atom(method.value), *(self._atom(a) for a in operands)]
-        statics = self._statics(node, rule, extra, node.keywords)
-        given = [statics[name] for name, _ in rule.statics[: len(extra)]]
+        named = self._named_extras(None if spread else callee, rule, extra, rule.arity)
+        statics = self._statics(node, rule, named, node.keywords)
+        given = [statics.get(name, ast.Constant(value=None)) for name, _ in named]
         if spread:
             given = list(given[0].elts)
         render = ast.Call(

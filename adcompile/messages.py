@@ -566,6 +566,15 @@ def unsupported_keyword(name: str, keyword: str, accepted: list[str]) -> str:
     return f"{name}: the keyword `{keyword}` is not supported here (it takes {known})"
 
 
+def unsupported_argument(name: str, param: str, accepted: list[str]) -> str:
+    """A positional argument of a NumPy call that its array rule does not take."""
+    known = ", ".join(f"`{k}`" for k in accepted)
+    return (
+        f"{name}: this argument is its `{param}`, which is not supported here except as "
+        f"None (it takes {known}); leave it out"
+    )
+
+
 def unsupported_method(method: str, supported: tuple[str, ...]) -> str:
     """A method call on an array that has no rule."""
     listed = ", ".join(f".{m}()" for m in supported)

@@ -488,3 +488,87 @@ def test_a_power_of_zero_in_an_adjoint_keeps_its_array_shape(tmp_path):
         vjp(module.broadcast_sum_to_the_first, x, y)[1](1.0)[0], 3.0 * np.ones((3, 1))
     )
     assert grad(module.scalar_broadcast_to_the_first, wrt=1)(np.array([1.0, 2.0, 3.0]), 0.5) == -3.0
+
+
+POSITIONAL_NUMPY_ARGUMENTS = """
+import numpy as np
+
+WEIGHTS = np.array([1.0, 2.0, 3.0])
+
+
+def sum_out_none(x):
+    return np.sum(np.max(x, 1, None) * WEIGHTS)
+
+
+def var_dtype_out_none(x):
+    return np.sum(np.var(x, 0, None, None) * WEIGHTS)
+
+
+def method_out_none(x):
+    return np.sum(x.sum(1, None) * WEIGHTS)
+
+
+def sum_dtype(x):
+    return np.sum(np.sum(x, 1, np.float64) * WEIGHTS)
+
+
+def method_mean_dtype(x):
+    return np.sum(x.mean(1, "f8") * WEIGHTS)
+
+
+def method_cumsum_dtype(x):
+    return np.sum(x.cumsum(1, np.float64))
+"""
+
+
+@pytest.mark.parametrize("name", ["sum_out_none", "var_dtype_out_none", "method_out_none"])
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_positional_arguments_of_a_reduction_are_bound_as_numpy_binds_them(tmp_path, name, mode):
+    """`np.max(x, 1, None)` bound None as `keepdims` (the rule's second static), not `out`
+    (NumPy's): forward mode raised TypeError, and `np.var(x, 0, None, None)` took None as
+    `ddof`."""
+    from tests.array_reference import check_gradient
+
+    module = module_from_source(tmp_path, POSITIONAL_NUMPY_ARGUMENTS)
+    fn = getattr(module, name)
+    x = np.array([[0.3, 1.7, -0.4], [2.2, -1.1, 0.9], [0.5, 0.8, -2.0]])
+    check_gradient(fn, grad(fn, wrt=(0,), mode=mode), [x], (0,))
+
+
+@pytest.mark.parametrize(
+    ("name", "argument"),
+    [
+        ("sum_dtype", "np.float64"),
+        ("method_mean_dtype", '"f8"'),
+        ("method_cumsum_dtype", "np.float64"),
+    ],
+)
+def test_a_positional_dtype_is_refused_not_read_as_keepdims(tmp_path, name, argument):
+    """`np.sum(x, 1, np.float64)` was differentiated with `keepdims=np.float64` (truthy):
+    the gradient of each row went to each column, silently. `x.cumsum(1, np.float64)` said
+    it had no rule, advising to register one."""
+    module = module_from_source(tmp_path, POSITIONAL_NUMPY_ARGUMENTS)
+    fn = getattr(module, name)
+    with pytest.raises(UnsupportedSyntaxError) as caught:
+        grad(fn)
+    message = str(caught.value)
+    line = fn.__code__.co_firstlineno + 1
+    column = module.__loader__.get_source(module.__name__).splitlines()[line - 1].index(argument)
+    assert message.startswith(f"{module.__file__}:{line}:{column + 1}:")
+    assert "dtype" in message or "other arguments are not supported" in message
+
+
+@pytest.mark.parametrize("x", [np.array(0.7), np.array(0.7, np.float32)])
+def test_forward_mode_of_a_0d_array_times_a_list(tmp_path, x):
+    """The tangent of a 0-d array was the Python float 1.0, so the tangent code computed
+    `1.0 * [1.0, 2.0, 3.0]`: TypeError in forward mode and jacobian."""
+    from tests.array_reference import finite_difference_grad
+
+    module = module_from_source(
+        tmp_path, "import numpy as np\n\n\ndef f(x):\n    return np.sum(x * [1.0, 2.0, 3.0])\n"
+    )
+    expected = finite_difference_grad(module.f, [x], (0,))[0]
+    for gradient in (grad(module.f, mode="forward"), jacobian(module.f, mode="forward")):
+        assert float(gradient(x)) == pytest.approx(float(expected), rel=1e-6)
+    assert np.result_type(grad(module.f, mode="forward")(x)) == x.dtype  # as in reverse mode
+    assert np.result_type(grad(module.f)(x)) == x.dtype

@@ -580,16 +580,19 @@ def _rebuilt(tree, leaves):
 
 def _zero(leaf):
     """A zero tangent for ``leaf``, in its float dtype (float32 stays float32)."""
-    return np.zeros(np.shape(leaf), np.result_type(leaf, 1.0)) if np.ndim(leaf) else 0.0
+    return _unit(leaf, None)
 
 
 def _unit(leaf, i):
-    """The tangent of ``leaf`` that is 1 at its element ``i`` and 0 elsewhere."""
-    if not np.ndim(leaf):
-        return 1.0
+    """The tangent of ``leaf`` that is 1 at its element ``i`` (None: nowhere) and 0
+    elsewhere. A NumPy leaf gets a NumPy tangent, also with no axes: a Python float cannot
+    multiply a list (``x * [1.0, 2.0]``), which NumPy reads as an array."""
+    if not isinstance(leaf, np.ndarray | np.generic):
+        return 0.0 if i is None else 1.0
     unit = np.zeros(np.shape(leaf), np.result_type(leaf, 1.0))
-    unit.flat[i] = 1.0
-    return unit
+    if i is not None:
+        unit.flat[i] = 1.0
+    return unit if isinstance(leaf, np.ndarray) else unit[()]
 
 
 def forward_gradient(jvp, args, wrt, bare, with_value):
