@@ -32,6 +32,7 @@ from .einsum import (
 from .errors import AdcompileError, NoDerivativeError, UnsupportedSyntaxError
 from .ir import ARG_PLACEHOLDER, Apply, Copy, Opaque, Var, helper_alias
 from .rules import Rule
+from .rules.arrays import clip_above, clip_below
 from .rules.registry import REQUIRED, array_rules, lookup_rule
 from .source import FunctionSource, StaticFunction, UnreadDefault, load_function
 
@@ -542,9 +543,9 @@ class ArrayLowering:
 
     def _clip(self, node: ast.Call, target: str, shown: ast.expr) -> None:
         """``np.clip(x, lo, hi)``, bounds given by position or keyword (``a_min``/``min``,
-        ``a_max``/``max``). A ``None`` bound clips one side only: that is ``np.maximum(x,
-        lo)`` or ``np.minimum(x, hi)``, whose rules apply; the forward code shows the call as
-        written."""
+        ``a_max``/``max``). A ``None`` bound clips one side only: ``clip_below(x, lo)`` or
+        ``clip_above(x, hi)`` (``rules/arrays.py``), whose rules apply; the forward code shows
+        the call as written."""
         operands = _clip_operands(node)
         if isinstance(operands, str):
             raise self._error(UnsupportedSyntaxError, node, operands)
@@ -554,7 +555,7 @@ class ArrayLowering:
         if len(bounds) == 2:
             primal = self.numpy.clip
         else:
-            primal = self.numpy.maximum if bounds[0] is operands[1] else self.numpy.minimum
+            primal = clip_below if bounds[0] is operands[1] else clip_above
         rule = self._array_rule(node, primal, 1 + len(bounds))
         present = [operands[0], *bounds]
         slots = {id(e): _placeholder(i) for i, e in enumerate(present)}

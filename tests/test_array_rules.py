@@ -60,6 +60,7 @@ from adcompile.rules.array_helpers import (
     trace_adjoint,
     unbroadcast,
 )
+from adcompile.rules.arrays import clip_above, clip_below
 from adcompile.rules.registry import Rule, array_rules
 from adcompile.symbolic import sample_rule_arguments, sympy_counterpart
 
@@ -379,6 +380,8 @@ CASES[(np.logaddexp, 2)] = [
 ]
 CASES[(np.maximum, 2)] = binary(on_grid(0.25), on_grid(0.75))
 CASES[(np.minimum, 2)] = binary(on_grid(0.25), on_grid(0.75))
+CASES[(clip_below, 2)] = binary(on_grid(0.25), on_grid(0.75))  # np.clip(x, lo, None)
+CASES[(clip_above, 2)] = binary(on_grid(0.25), on_grid(0.75))  # np.clip(x, None, hi)
 CASES[(np.where, 3)] = [
     # A float condition (nonzero is true) lets the check see that its derivative is 0.
     *cases(
@@ -1276,7 +1279,9 @@ def is_elementwise(rule: Rule) -> bool:
     """True for the rules the SymPy check covers: differentiable elementwise functions."""
     if len(rule.nondifferentiable_args) == rule.arity:
         return False  # piecewise constant (floor, sign...): the finite differences check them
-    if rule.primal in (np.where, np.clip, np.copy) or rule.primal in SCALAR_OPERATORS:
+    if rule.primal in (np.where, np.clip, np.copy, clip_below, clip_above):
+        return True
+    if rule.primal in SCALAR_OPERATORS:
         return True
     return isinstance(rule.primal, np.ufunc) and rule.primal is not np.matmul
 
@@ -1343,6 +1348,8 @@ def sympy_table() -> dict[object, tuple[Callable[..., Any], Callable[..., tuple[
     table[np.abs] = (sp.Abs, sampler(0.1, 2.0, nonzero=True))
     table[np.maximum] = (sp.Max, _maximum_arguments)
     table[np.minimum] = (sp.Min, _maximum_arguments)
+    table[clip_below] = (sp.Max, _maximum_arguments)
+    table[clip_above] = (sp.Min, _maximum_arguments)
     table[np.where] = (lambda c, a, b: sp.Piecewise((a, sp.Ne(c, 0)), (b, True)), _where_arguments)
     table[np.clip] = (lambda x, lo, hi: sp.Min(sp.Max(x, lo), hi), _clip_arguments)
     return table

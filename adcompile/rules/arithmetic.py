@@ -3,7 +3,9 @@
 Each rule takes the primal's arguments, the primal's ``result`` and the incoming adjoint ``g``,
 and returns the adjoint of each argument. Non-smooth points follow these conventions:
 ``abs`` has derivative 0 at 0 (like ``sympy.sign`` and PyTorch); ``min``/``max`` send the whole
-adjoint to the argument Python returns (the first one on a tie); ``//`` is piecewise constant,
+adjoint to the argument Python returns, and half to each on a tie (as JAX and PyTorch do:
+then ``max(x, c) + min(x, c)``, which is ``x + c``, has derivative 1, and ``max(a, a)``'s is
+1; a nan goes the way Python's result does); ``//`` is piecewise constant,
 so it passes no adjoint back; ``%`` uses ``a % b == a - b * (a // b)`` away from its jumps.
 """
 
@@ -82,12 +84,16 @@ rule(math.fabs)(absolute)
 
 @rule(builtins.max)
 def maximum(a, b, result, g):
-    return (0.0 if b > a else g), (g if b > a else 0.0)
+    return (0.0 if b > a else 0.5 * g if a == b else g), (
+        g if b > a else 0.5 * g if a == b else 0.0
+    )
 
 
 @rule(builtins.min)
 def minimum(a, b, result, g):
-    return (0.0 if b < a else g), (g if b < a else 0.0)
+    return (0.0 if b < a else 0.5 * g if a == b else g), (
+        g if b < a else 0.5 * g if a == b else 0.0
+    )
 
 
 @rule(builtins.float)

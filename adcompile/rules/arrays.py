@@ -8,9 +8,10 @@ arguments; where a template tests them (``axis is None``), the test is decided a
 time when the call passes literals, so generated code shows only the branch that applies.
 
 Conventions at non-smooth points, as in the scalar rules: ``abs`` has derivative 0 at 0;
-``maximum``/``minimum`` send the adjoint to the first operand on a tie; ``clip`` passes it to
-``x`` inside ``[lo, hi]`` (bounds included); ``max``/``min`` reductions share it equally among
-tied extremes (as JAX and PyTorch do).
+``maximum``/``minimum`` send half the adjoint to each operand on a tie, and ``max``/``min``
+reductions share it equally among tied extremes (both as JAX and PyTorch do); ``clip`` passes
+it to ``x`` inside ``[lo, hi]`` (bounds included, as PyTorch's ``clamp``), also with one
+bound (``clip_below``, ``clip_above``).
 """
 
 import math
@@ -264,12 +265,34 @@ def absolute(x, result, g):
 
 @array_rule(np.maximum)
 def maximum(a, b, result, g):
-    return unbroadcast(np.where(a >= b, g, 0.0), a), unbroadcast(np.where(a >= b, 0.0, g), b)
+    tie = 0.5 * g * (a == b)  # half to each operand (products with bools keep g's dtype)
+    return unbroadcast(g * (a > b) + tie, a), unbroadcast(g * (b > a) + tie, b)
 
 
 @array_rule(np.minimum)
 def minimum(a, b, result, g):
-    return unbroadcast(np.where(a <= b, g, 0.0), a), unbroadcast(np.where(a <= b, 0.0, g), b)
+    tie = 0.5 * g * (a == b)
+    return unbroadcast(g * (a < b) + tie, a), unbroadcast(g * (b < a) + tie, b)
+
+
+def clip_below(x, lo):
+    """``np.clip(x, lo, None)``: np.maximum's value, with clip's derivative at the bound."""
+    return np.maximum(x, lo)
+
+
+def clip_above(x, hi):
+    """``np.clip(x, None, hi)``: np.minimum's value, with clip's derivative at the bound."""
+    return np.minimum(x, hi)
+
+
+@array_rule(clip_below)
+def clip_below_(x, lo, result, g):
+    return unbroadcast(g * (x >= lo), x), unbroadcast(g * (x < lo), lo)
+
+
+@array_rule(clip_above)
+def clip_above_(x, hi, result, g):
+    return unbroadcast(g * (x <= hi), x), unbroadcast(g * (x > hi), hi)
 
 
 @array_rule(np.where)
@@ -665,6 +688,7 @@ ELEMENTWISE = frozenset(
     | {np.sinh, np.cosh, np.tanh, np.exp, np.expm1, np.log, np.log1p, np.log2, np.log10}
     | {np.arcsinh, np.arccosh, np.arctanh, np.cbrt, np.exp2, np.logaddexp}
     | {np.sqrt, np.square, np.reciprocal, np.abs, np.maximum, np.minimum, np.where, np.clip}
+    | {clip_below, clip_above}
     | {np.floor, np.ceil, np.trunc, np.rint, np.round, np.sign}
 )
 # Reductions: a scalar when called without ``axis`` and ``keepdims``.
