@@ -130,3 +130,51 @@ def test_logaddexp_partials_at_infinite_arguments_are_their_limits(
     f = function_from_source(tmp_path, source)
     got = grad(f, mode=mode)(*[np.array([a]) for a in args])
     assert [float(p[0]) for p in got] == list(limits)
+
+
+def _quotient_partials(a, b):
+    value = mpmath.exp(a) / b * 1000
+    return (value, -value / b)
+
+
+def _scaled_hypot_partials(a, b):
+    return (1e9 * a / mpmath.hypot(a, b), 1e9 * b / mpmath.hypot(a, b))
+
+
+def _hypot_of_product_partials(a, b):
+    h = mpmath.hypot(a * b, 1)
+    return (b * a * b / h, a * a * b / h)
+
+
+SCALED_CASES = [
+    # g * result overflowed in `-g * result / b`, where (g / b) * result is finite
+    ("{m}.exp(a) / b * 1000.0", (709.0, 100.0), _quotient_partials),
+    # g * x overflowed in `g * x / result`, where g * (x / result) is finite
+    ("1e9 * {m}.hypot(a, b)", (1e300, 3e299), _scaled_hypot_partials),
+    ("{m}.hypot(a * b, 1.0)", (1e300, 0.5), _hypot_of_product_partials),
+]
+
+
+@pytest.mark.parametrize(("body", "args", "exact"), SCALED_CASES, ids=[c[0] for c in SCALED_CASES])
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+@pytest.mark.parametrize("arrays", [False, True], ids=["math", "numpy"])
+def test_an_incoming_derivative_does_not_overflow_a_finite_partial(
+    body, args, exact, mode, arrays, tmp_path
+) -> None:
+    if arrays:
+        returned = f"np.sum({body.format(m='np')})"
+        source = f"import numpy as np\n\n\ndef f(a, b):\n    return {returned}\n"
+    else:
+        source = f"import math\n\n\ndef f(a, b):\n    return {body.format(m='math')}\n"
+    f = function_from_source(tmp_path, source)
+    point = [np.array([a]) for a in args] if arrays else list(args)
+    with np.errstate(over="ignore"):
+        got = grad(f, mode=mode)(*point)
+    with mpmath.workdps(60):
+        expected = exact(*[mpmath.mpf(a) for a in args])
+    for value, reference in zip(got, expected, strict=True):
+        value = float(np.ravel(value)[0])
+        if abs(reference) > np.finfo(float).max:
+            assert value == float("inf") * mpmath.sign(reference)  # the true value overflows
+        else:
+            assert value == pytest.approx(float(reference), rel=1e-12)

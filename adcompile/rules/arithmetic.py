@@ -33,7 +33,7 @@ def mul(a, b, result, g):
 
 @rule(operator.truediv)
 def truediv(a, b, result, g):
-    return g / b, -g * result / b
+    return g / b, -g / b * result  # g / b first: g * result may overflow where this does not
 
 
 @rule(operator.floordiv)
@@ -63,10 +63,11 @@ def power(a, b, result, g):
     # only at a == b == 0, where it would raise (0.0 ** -1), is it the constant 0.0.
     # d(a**b)/db = a**b * log(a): 0 at a == 0 (from the right), undefined (nan) for a < 0:
     # `g * result * nan`, so that its derivatives (a Hessian's row) are nan too, as JAX gives,
-    # not the 0 of a constant.
+    # not the 0 of a constant. But a zero g is 0: in forward mode g is b's tangent, zero
+    # where b does not vary at run time (an int loop count, a constant branch).
     return (
         g * b * a ** (b - 1) if b != 0 or a != 0 else 0.0,
-        g * result * math.log(a) if a > 0 else (0.0 if a == 0 else g * result * math.nan),
+        g * result * math.log(a) if a > 0 else (0.0 if a == 0 or g == 0 else g * result * math.nan),
     )
 
 

@@ -58,7 +58,7 @@ def mul(a, b, result, g):
 
 @array_rule(operator.truediv)
 def truediv(a, b, result, g):
-    return unbroadcast(g / b, a), unbroadcast(-g * result / b, b)
+    return unbroadcast(g / b, a), unbroadcast(-g / b * result, b)
 
 
 @array_rule(operator.neg)
@@ -82,14 +82,15 @@ def power(a, b, result, g):
     # derivative in b, the mixed partial 1/a, is kept; where a == b == 0 the base is read as
     # 1 (the mask adds True), so that 0 * 0**-1 (nan) becomes 0 * 1**-1 = 0. With a literal
     # exponent the mask folds away; `b - 1.0`, as NumPy refuses ints to negative int powers.
-    # d(a**b)/db = a**b * log(a): 0 where a == 0, undefined (nan) where a < 0.
+    # d(a**b)/db = a**b * log(a): 0 where a == 0, undefined (nan) where a < 0 (0 where g is:
+    # a tangent that does not vary, in forward mode).
     return (
         unbroadcast(g * b * (a + (a == 0) * (b == 0)) ** (b - 1.0), a),
         unbroadcast(
             np.where(
                 a > 0,
                 g * result * np.log(np.where(a > 0, a, 1.0)),
-                np.where(a == 0, 0.0, np.nan),
+                np.where((a == 0) | (g == 0), 0.0, np.nan),
             ),
             b,
         ),
@@ -153,7 +154,7 @@ def arctan2(y, x, result, g):
 
 @array_rule(np.hypot)
 def hypot(x, y, result, g):
-    return unbroadcast(g * x / result, x), unbroadcast(g * y / result, y)
+    return unbroadcast(g * (x / result), x), unbroadcast(g * (y / result), y)
 
 
 @array_rule(np.sinh)

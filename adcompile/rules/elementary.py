@@ -122,7 +122,7 @@ def sqrt(x, result, g):
 
 @rule(math.hypot)
 def hypot(x, y, result, g):
-    return g * x / result, g * y / result
+    return g * (x / result), g * (y / result)  # x / result <= 1: no overflow
 
 
 @rule(math.erf)
