@@ -8,6 +8,7 @@ class's child fields, which keeps compile time small and linear in the function'
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Iterator, Mapping
 
 _LEAF_FIELDS = frozenset({"ctx", "op"})
@@ -25,6 +26,17 @@ LOOP_STATEMENTS = (ast.For, ast.While)
 _AUG_FOR = (ast.AugAssign, ast.For)
 TEST_BLOCKS = (ast.If, ast.While)  # blocks headed by a test, which stores nothing
 _NODE_OR_LIST = (ast.AST, list)
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def source_lines(text: str, keepends: bool = False) -> list[str]:
+    """The lines of Python source as Python numbers them: ended by ``\n``, ``\r\n`` or
+    ``\r`` only. ``str.splitlines`` also ends a line at a form feed, ``\x85`` or
+    ``\u2028``, which may stand in a comment or between statements: its numbers drift."""
+    lines = _LINE.findall(text)
+    return lines if keepends else [line.rstrip("\r\n") for line in lines]
 
 
 def load(name: str) -> ast.Name:

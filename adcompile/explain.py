@@ -31,7 +31,7 @@ from typing import Any
 
 from . import messages
 from .api import resolve_wrt
-from .astutil import BUILTIN_MARK, clone, clone_located, names_in, substitute
+from .astutil import BUILTIN_MARK, clone, clone_located, names_in, source_lines, substitute
 from .depth import room_for_deep_expressions
 from .errors import UnsupportedSyntaxError
 from .ir import (
@@ -1193,7 +1193,7 @@ def annotate(text: str, fs: FunctionSource) -> str:
     origins = line_origins(text)
     rows: list[tuple[str, str, str, str]] = []
     previous = None
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(source_lines(text), start=1):
         if line.strip().startswith(("# line ", "# adjoint of line ")):
             continue  # the left column says it
         origin = origins.get(number)

@@ -14,7 +14,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-from .astutil import walk
+from .astutil import source_lines, walk
 
 # Prefixes tried, in order, for adjoint names; the first that starts no user name wins.
 ADJOINT_PREFIXES = ("b_", "bar_", "adj_", "d_", "grad_")
@@ -195,7 +195,7 @@ def user_name_table(
         # gradient's output variable is named after it), unless the body uses it.
         if isinstance(node, ast.FunctionDef):
             body_start = node.body[0].lineno - node.lineno
-            body_text = "".join(source.splitlines(keepends=True)[body_start:])
+            body_text = "".join(source_lines(source, keepends=True)[body_start:])
             if not _mentions(body_text, node.name):
                 words.discard(node.name)
     reserved = words | set(extra) | _BUILTIN_NAMES

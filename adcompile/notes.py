@@ -19,6 +19,8 @@ import re
 import sys
 from dataclasses import dataclass
 
+from .astutil import source_lines
+
 FORWARD = "forward"
 BACKWARD = "backward"
 
@@ -64,7 +66,7 @@ def line_origins(text: str) -> dict[int, Origin]:
     A comment applies to the lines below it at its indentation or deeper, until the next
     comment at that level or a line indented less (the end of its block).
     """
-    lines = text.splitlines()
+    lines = source_lines(text)
     header = _HEADER.match(lines[0]) if lines else None
     filename = _source_named(header)
     origins: dict[int, Origin] = {}
@@ -163,7 +165,7 @@ def _wrap_text(text: str, helper: str) -> tuple[str, dict[str, str]] | None:
     blank line after the body becomes ``except ...: note(); raise``. None if the text has
     another layout.
     """
-    lines = text.splitlines()
+    lines = source_lines(text)
     docs: dict[str, str] = {}
     handler = f"  except {helper}.catches: {helper}(); raise"
     i = 0

@@ -13,13 +13,14 @@ import functools
 import itertools
 import linecache
 import math
+import numbers
 import textwrap
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from . import messages
-from .astutil import BLOCK_STATEMENTS, block_fields, loads_in, rename_in_place
+from .astutil import BLOCK_STATEMENTS, block_fields, loads_in, rename_in_place, source_lines
 from .errors import UnsupportedSyntaxError
 from .hidden_builtins import alias_hidden_builtins
 from .ir import CoreFunction, Site
@@ -142,6 +143,12 @@ def _block_comment(stmt: ast.stmt, fs: FunctionSource) -> str:
     return f"{what} {line}: {fs.source_line(line)}"
 
 
+def one_line(text: str) -> str:
+    """Text for a comment: a line break in it (a file named ``a\nb.py``) spelled out, so the
+    rest cannot run as code."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def _with_comments(
     statements: list[ast.stmt], fs: FunctionSource, previous: object = None
 ) -> list[ast.stmt]:
@@ -151,7 +158,7 @@ def _with_comments(
         sweep = getattr(stmt, "adcompile_sweep", None)
         key = (ADJOINT if sweep == ADJOINT else FORWARD, getattr(stmt, "adcompile_line", None))
         if key[1] is not None and key != previous:
-            out.append(CommentLine(_block_comment(stmt, fs).replace("\n", " ")))
+            out.append(CommentLine(one_line(_block_comment(stmt, fs))))
         previous = key
         if isinstance(stmt, BLOCK_STATEMENTS):
             stmt.body = _with_comments(stmt.body, fs, key)
@@ -163,22 +170,31 @@ def _with_comments(
 def _default_literal(value: object, name: str, where: ast.AST, fs: FunctionSource) -> ast.expr:
     if isinstance(value, UnreadDefault):
         raise UnsupportedSyntaxError(f"the default of `{name}` is {value!r}", fs.locate(where))
-    if isinstance(value, float) and not math.isfinite(value):  # `hi=math.inf`: no literal
-        text = repr(value)  # 'inf', '-inf' or 'nan'
-        return ast.Call(
-            func=ast.Name(id="float", ctx=ast.Load()), args=[ast.Constant(text)], keywords=[]
-        )
-    try:
-        literal = ast.parse(repr(value), mode="eval").body
-        if ast.literal_eval(literal) == value:
-            return literal
-    except (SyntaxError, ValueError):
-        pass
+    literal = _literal(value)
+    if literal is not None:
+        return literal
     raise UnsupportedSyntaxError(
         f"the default value of `{name}`, {value!r}, cannot be written into generated code; "
         "use a number, string, None or a tuple of those",
         fs.locate(where),
     )
+
+
+def _literal(value: object) -> ast.expr | None:
+    """``value`` written as Python source, or None: numbers (NumPy's float64 and ints as
+    Python's, with the same value), strings, None and tuples of those."""
+    if isinstance(value, tuple):
+        items = [_literal(item) for item in value]
+        return None if None in items else ast.Tuple(elts=items, ctx=ast.Load())
+    if isinstance(value, float) and type(value) is not float:
+        value = float(value)  # np.float64(2.0): a float whose repr names NumPy
+    elif isinstance(value, numbers.Integral) and type(value) not in (int, bool):
+        value = int(value)  # np.int64(3)
+    if isinstance(value, float) and not math.isfinite(value):  # `hi=math.inf`: no literal
+        return ast.parse(f"float({str(value)!r})", mode="eval").body
+    if value is None or isinstance(value, int | float | complex | str | bytes):
+        return ast.Constant(value=value)
+    return None
 
 
 def _default_literals(fs: FunctionSource) -> list[ast.expr]:
@@ -402,7 +418,7 @@ def load_module(
     NumPy arrays it reads from the primal's module (``external_arrays``).
     """
     filename = f"<adcompile {label} #{next(_COUNTER)}>"
-    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    linecache.cache[filename] = (len(text), None, source_lines(text, keepends=True), filename)
     namespace: dict[str, object] = {"__name__": "adcompile_generated", **(arrays or {})}
     code, docstrings = instrument(text, filename, namespace)
     exec(compile(code, filename, "exec"), namespace)

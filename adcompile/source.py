@@ -18,7 +18,7 @@ from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .astutil import clone_located
+from .astutil import clone_located, source_lines
 from .errors import AdcompileError, Location, UnsupportedSyntaxError, node_location
 
 FunctionNode = ast.FunctionDef | ast.Lambda
@@ -521,7 +521,7 @@ def load_from_file(path: str, func_name: str) -> FunctionSource:
         if line is None and "\0" in text:  # "null bytes": Python gives no position
             before = text[: text.index("\0")]
             line, col = before.count("\n") + 1, len(before) - before.rfind("\n")
-        lines = text.splitlines(keepends=True)
+        lines = source_lines(text, keepends=True)
         shown = exc.text or (lines[line - 1] if line and line <= len(lines) else "")
         location = Location(filename, line or 0, col or 0, shown.replace("\0", " "))
         raise UnsupportedSyntaxError(f"the file does not parse: {exc.msg}", location) from None
@@ -534,7 +534,7 @@ def load_from_file(path: str, func_name: str) -> FunctionSource:
         known = ", ".join(sorted(functions)) or "none"
         raise LookupError(f"{path} has no top-level function {func_name!r} (functions: {known})")
     node = functions[func_name]
-    lines = text.splitlines(keepends=True)
+    lines = source_lines(text, keepends=True)
     namespace = static_namespace(tree, filename, lines)
     bound = namespace.get(func_name)
     if isinstance(bound, StaticFunction) and bound.node is node:

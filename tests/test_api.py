@@ -176,6 +176,20 @@ def test_defaults_are_kept(tmp_path):
     assert "scale=3.0" in grad(f).source
 
 
+def test_numpy_scalar_and_non_finite_tuple_defaults_are_written_as_python_numbers(tmp_path):
+    """`y=np.float64(2.0)`, `n=np.int64(3)` and `t=(1.0, math.nan)` were refused ("cannot be
+    written into generated code"), though module constants of the same values compile."""
+    f = function_from_source(
+        tmp_path,
+        "import math\nimport numpy as np\n\n\n"
+        "def f(x, y=np.float64(2.0), n=np.int64(3), t=(1.0, math.nan)):\n"
+        "    return x * y * n\n",
+    )
+    gradient = grad(f, wrt="x")
+    assert gradient(1.5) == 6.0
+    assert "y=2.0, n=3, t=(1.0, float('nan'))" in gradient.source
+
+
 def test_globals_and_closure_constants(tmp_path):
     module = function_from_source(
         tmp_path,
