@@ -15,6 +15,7 @@ import dataclasses
 import importlib
 import math
 import os
+import re
 import sys
 import types
 from collections.abc import Callable, Sequence
@@ -233,12 +234,13 @@ def _failed_at(exc: Exception, at: str) -> RunError:
     """The function failed at the point ``at``: say how, with adcompile's notes."""
     notes = "; ".join(getattr(exc, "__notes__", []))
     hint = ""
-    if isinstance(exc, TypeError) and "for //: 'mpf'" in str(exc):
+    text = str(exc)
+    if isinstance(exc, TypeError) and "mpf" in text and re.search(r"for //=?:", text):
         hint = (
             "; the mpmath reference (used where SymPy cannot follow, as in loops) cannot "
             "compute // on mpmath numbers, so check cannot verify this function"
         )
-    elif isinstance(exc, TypeError) and "mpf" in str(exc):
+    elif isinstance(exc, TypeError) and "mpf" in text:
         hint = "; an int parameter (a loop count?) has no derivative: leave it out with --wrt"
     message = f"{type(exc).__name__}: {exc} at {at}"
     if notes:  # "(computing the mpmath reference ...)" or "in line 4 of f.py: ..."

@@ -79,11 +79,13 @@ ATTRIBUTE_ACCESS = (
     "pass the value as a parameter instead"
 )
 CALL_IN_WHILE_TEST = (
-    "a call to your own function in a `while` condition is not supported; compute the "
-    "condition into a variable before the loop and at the end of its body"
+    "a call to your own function, or a `sum`/`min`/`max` of a generator (a loop of its own), "
+    "in a `while` condition is not supported; compute the condition into a variable before "
+    "the loop and at the end of its body"
 )
 CALL_IN_CHAINED_COMPARISON = (
-    "a call to your own function after the first comparison of a chain (`a < b < h(x)`) "
+    "a call to your own function, or a `sum`/`min`/`max` of a generator, after the first "
+    "comparison of a chain (`a < b < h(x)`) "
     "runs only if the comparisons before it hold, which adcompile does not follow here; "
     "write the comparisons joined by `and` (`a < b and b < h(x)`)"
 )

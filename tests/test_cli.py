@@ -763,6 +763,9 @@ LOOP = "def f(x, n):\n    s = 0.0\n    for i in range(n):\n        s = s + {term
         (LOOP.format(term="float(x)"), "x=1.5,n=3", 0, "OK: matches the mpmath", "MISMATCH"),
         # it said to leave out an int loop count with --wrt, which the user had done
         (LOOP.format(term="x * (x // 1.0)"), "x=2.5,n=3", 1, "cannot compute // on", "--wrt"),
+        # `//=` (and a float on the left of `//`) got the int-parameter hint too
+        (LOOP.format(term="x\n        s //= 0.7"), "x=1.3,n=2", 1, "// on", "--wrt"),
+        (LOOP.format(term="2.5 // x"), "x=0.7,n=2", 1, "cannot compute // on", "--wrt"),
         # a decorated function was left out of the file's static definitions (its name is
         # unknown until the decorator runs): "... is not a callable object"
         (

@@ -518,6 +518,29 @@ def test_a_call_guarded_by_and_or_runs_only_where_python_runs_it(tmp_path: Path,
     assert_grad_matches_mp(fn, points, None, gradient=grad(fn, mode="forward"))
 
 
+@pytest.mark.parametrize(
+    ("test", "where"),
+    [
+        ("while k < n and sum(x * j for j in range(3)) < 5.0:", "in a `while` condition"),
+        ("while max(x * j for j in range(3)) < 5.0 and k < n:", "in a `while` condition"),
+        ("if 0.0 < x < sum(x * j for j in range(3)) and k < n:", "after the first comparison"),
+    ],
+)
+def test_a_generator_reduction_where_a_call_is_refused_is_named_as_such(
+    tmp_path: Path, test: str, where: str
+) -> None:
+    """It was called "a call to your own function", which the test has none of."""
+    fn = function_from_source(
+        tmp_path,
+        f"def f(x, n):\n    k = 0\n    {test}\n        x = x * 0.9\n        k = k + 1\n"
+        "    return x\n",
+        "f",
+    )
+    with pytest.raises(UnsupportedSyntaxError, match=r"`sum`/`min`/`max` of a generator") as e:
+        grad(fn, wrt="x")
+    assert where in str(e.value)
+
+
 def test_a_call_late_in_a_comparison_chain_is_refused(tmp_path: Path) -> None:
     fn = function_from_source(
         tmp_path,
