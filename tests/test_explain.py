@@ -73,8 +73,8 @@ def test_local_derivatives_are_the_rule_templates():
 
     steps = explain(f, 0.5, 2.0).steps
     local = {s.target: s.local for s in steps if s.kind == "adjoint"}
-    # truediv's template is `g / b, -g / b * result`; sin's is `g * math.cos(x)`.
-    assert local == {"sin(x)": "1 / y", "y": "-1 / y * f", "x": "cos(x)"}  # result: f
+    # truediv's template is `g / b, -(g / b) * result`; sin's is `g * math.cos(x)`.
+    assert local == {"sin(x)": "1 / y", "y": "-(1 / y) * f", "x": "cos(x)"}  # result: f
     assert "df/dx = df/d(sin(x)) * cos(x)" in [s.formula for s in steps]
 
 

@@ -33,7 +33,7 @@ def mul(a, b, result, g):
 
 @rule(operator.truediv)
 def truediv(a, b, result, g):
-    return g / b, -g / b * result  # g / b first: g * result may overflow where this does not
+    return g / b, -(g / b) * result  # g / b first: g * result may overflow where this does not
 
 
 @rule(operator.floordiv)

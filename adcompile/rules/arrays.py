@@ -58,7 +58,7 @@ def mul(a, b, result, g):
 
 @array_rule(operator.truediv)
 def truediv(a, b, result, g):
-    return unbroadcast(g / b, a), unbroadcast(-g / b * result, b)
+    return unbroadcast(g / b, a), unbroadcast(-(g / b) * result, b)
 
 
 @array_rule(operator.neg)
