@@ -482,7 +482,6 @@ def called_version(fn: Callable[..., Any]) -> Callable[..., Any]:
     with an error the caller places at the call (not at ``fn``'s ``def``)."""
     try:
         refuse_composite(fn)
-        _check_composable(fn, "grad")  # a call is one number, as grad differentiates
         return _differentiable_version(fn)
     except TypeError as exc:
         raise UnsupportedSyntaxError(str(exc)) from None
@@ -493,27 +492,38 @@ def called_version(fn: Callable[..., Any]) -> Callable[..., Any]:
 def _check_composable(fn: Callable[..., Any], kind: str) -> None:
     """Refuse, in the user's terms (not at the generated code's ``return``), to differentiate
     ``value_and_grad(h)`` (a value and partials) or, by ``grad``, a tuple of partials."""
+    message = tuple_result_refusal(fn)
+    if message is None:
+        return
+    recipe = fn.adcompile_recipe
+    # jacobian and hessian take a tuple of partials (a vector function); not a value with it.
+    if kind in ("grad", "value_and_grad") or recipe.kind == "value_and_grad":
+        primal = load_function(recipe.primal)
+        raise UnsupportedSyntaxError(message, primal.locate(primal.node))
+
+
+def tuple_result_refusal(fn: object) -> str | None:
+    """Why ``fn``'s result cannot be differentiated as one number, if ``fn`` is a generated
+    ``value_and_grad`` (a value and partials) or a ``grad`` returning a tuple of partials."""
     recipe = getattr(fn, "adcompile_recipe", None)
     if recipe is None or recipe.kind not in ("grad", "value_and_grad"):
-        return
+        return None
     primal = load_function(recipe.primal)
-    choice = resolve_wrt(primal.param_names(), recipe.wrt, primal.name)
     name = primal.name
     if recipe.kind == "value_and_grad":
-        message = (
+        return (
             f"value_and_grad({name}) returns (value, partials), which is not differentiated "
             f"again; differentiate grad({name}) instead, e.g. jacobian(grad({name})), or use "
             f"hessian({name})"
         )
-    elif kind in ("grad", "value_and_grad") and not choice.bare:
-        message = (
-            f"grad({name}) returns a tuple of partials, and grad differentiates one number: "
-            f"differentiate one partial, e.g. grad(grad({name}, wrt={choice.names[0]!r})), or "
-            f"use hessian({name}) for every second derivative"
-        )
-    else:
-        return
-    raise UnsupportedSyntaxError(message, primal.locate(primal.node))
+    choice = resolve_wrt(primal.param_names(), recipe.wrt, primal.name)
+    if choice.bare:
+        return None
+    return (
+        f"grad({name}) returns a tuple of partials, and grad differentiates one number: "
+        f"differentiate one partial, e.g. grad(grad({name}, wrt={choice.names[0]!r})), or "
+        f"use hessian({name}) for every second derivative"
+    )
 
 
 def _differentiable_version(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -90,13 +90,24 @@ def _value_key(value: object) -> object:
     object otherwise (an array's elements are read from the object itself when code runs)."""
     if isinstance(value, int | float | tuple | str):
         return repr(value)
-    try:
-        hash(value)
-    except TypeError:  # a list, a dict, an array: the object itself, by identity
-        return ("id", id(value))
-    # The id compares first (never the object's own __eq__); the object in the key keeps
-    # it alive, so its id cannot be reused meanwhile.
-    return ("object", id(value), value)
+    return _Identity(value)
+
+
+class _Identity:
+    """A key for the object itself: never its own ``__hash__`` or ``__eq__`` (a list has none,
+    a user's class may raise), and it keeps the object alive, so that its id is not reused
+    by another object while the key is in the cache."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __hash__(self) -> int:
+        return id(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Identity) and other.value is self.value
 
 
 def _private(args: tuple) -> tuple:

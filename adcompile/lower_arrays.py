@@ -344,7 +344,7 @@ class ArrayLowering:
         )
         rule = lookup_rule(self.rules, canonical_helper("assemble"), 1, arrays=True)
         shown = ast.Name(id=self._helper_alias("assemble"), ctx=ast.Load())
-        self._variadic_call(call, target, rule, shown)
+        self._variadic_call(call, target, None, rule, shown)  # its statics are its parameters
         return True
 
     def _scatter_sum(self, node: ast.Call) -> ast.expr | None:
@@ -404,7 +404,9 @@ class ArrayLowering:
             if arity > n_args:
                 continue
             rule = lookup_rule(self.rules, callee, arity, arrays=True)
-            if rule is not None and n_args - arity <= len(rule.statics):
+            if rule is None:
+                continue
+            if n_args - arity <= _positional_room(callee, rule):
                 return rule
         return None
 
@@ -416,12 +418,9 @@ class ArrayLowering:
         keepdims. A parameter the rule does not take may be passed only as None (its
         default). ``skip`` counts the arguments before the extras (the arrays)."""
         names = [name for name, _ in rule.statics]
-        try:
-            numpy_names = list(inspect.signature(callee).parameters)[skip:]  # type: ignore[arg-type]
-        except (TypeError, ValueError):  # a ufunc: no extras beyond the rule's
-            numpy_names = []
+        numpy_names = _numpy_positionals(callee)[skip:]
         if len(extra) < 2 or len(numpy_names) < len(extra):
-            return list(zip(names, extra, strict=False))  # the first is the rule's first
+            return list(zip(names[: len(extra)], extra, strict=True))  # as the rule names them
         named = list(zip([names[0], *numpy_names[1 : len(extra)]], extra, strict=True))
         for name, expr in named:
             if name not in names and not _is_none(expr):
@@ -500,7 +499,7 @@ class ArrayLowering:
             self._refuse_extra_arguments(node, callee, node.args)
             return False
         if rule.variadic:
-            self._variadic_call(node, target, rule, shown)
+            self._variadic_call(node, target, callee, rule, shown)
             return True
         operands, extra = args[: rule.arity], args[rule.arity :]
         atoms = [self._atom(arg) for arg in operands]
@@ -538,7 +537,7 @@ class ArrayLowering:
         if fewer:
             rule = lookup_rule(self.rules, callee, max(fewer), arrays=True)
             message = messages.extra_arguments(rule.name, rule.params[: rule.arity], rule.statics)
-            first_extra = args[min(len(args) - 1, rule.arity + len(rule.statics))]
+            first_extra = args[min(len(args) - 1, rule.arity + _positional_room(callee, rule))]
             raise self._error(UnsupportedSyntaxError, first_extra, message)
 
     def _clip(self, node: ast.Call, target: str, shown: ast.expr) -> None:
@@ -623,7 +622,9 @@ class ArrayLowering:
             return ast.Constant(value=value.value)
         return ast.Constant(value=False)
 
-    def _variadic_call(self, node: ast.Call, target: str, rule: Rule, shown: ast.expr) -> None:
+    def _variadic_call(
+        self, node: ast.Call, target: str, callee: object, rule: Rule, shown: ast.expr
+    ) -> None:
         """``np.concatenate([a, b], axis=1)``: one operand per element of the list."""
         if not node.args or not isinstance(node.args[0], ast.List | ast.Tuple):
             message = f"{rule.name} takes a list or tuple literal of arrays here, e.g. [a, b]"
@@ -636,10 +637,10 @@ class ArrayLowering:
             message = "nested lists of variables are not supported; build them with np.stack"
             raise self._error(UnsupportedSyntaxError, sequence, message)
         atoms = [self._atom(e) for e in sequence.elts]
-        named = self._named_extras(None, rule, node.args[1:], 1)
+        named = self._named_extras(callee, rule, node.args[1:], 1)
         statics = self._statics(node, rule, named, node.keywords)
         listed = type(sequence)(elts=[_placeholder(i) for i in range(len(atoms))], ctx=ast.Load())
-        given = [statics[n] for n, _ in rule.statics[: len(node.args) - 1]]
+        given = [statics.get(name, ast.Constant(value=None)) for name, _ in named]
         keywords = [ast.keyword(arg=k.arg, value=statics[k.arg]) for k in node.keywords]
         render = ast.Call(func=shown, args=[listed, *given], keywords=keywords)
         self.block.append(Apply(target, rule, atoms, render, node.lineno, statics=statics))
@@ -814,3 +815,23 @@ def _all_constant(node: ast.expr) -> bool:
         isinstance(n, ast.Constant | ast.List | ast.Tuple | ast.Load | ast.UnaryOp | ast.USub)
         for n in ast.walk(node)
     )
+
+
+def _positional_room(callee: object, rule: Rule) -> int:
+    """How many positional arguments may follow a call's arrays: the rule's static
+    parameters or, where it has some, NumPy's (passed as None where the rule lacks them,
+    see ``_named_extras``)."""
+    if not rule.statics:
+        return 0
+    return max(len(rule.statics), len(_numpy_positionals(callee)) - rule.arity)
+
+
+def _numpy_positionals(callee: object) -> list[str]:
+    """The names of a NumPy function's positional parameters, in order (none known for a
+    ufunc or where there is no signature)."""
+    try:
+        parameters = inspect.signature(callee).parameters.values()  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return []
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p.name for p in parameters if p.kind in positional]

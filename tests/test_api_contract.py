@@ -116,6 +116,23 @@ def test_jvp_compiles_again_when_an_einsum_subscript_string_changes(tmp_path: Pa
     assert jvp(module.g, (x, y), tangents) == (21.0, 14.0)  # sum(x) * sum(y), sum(y) * 2
 
 
+@pytest.mark.parametrize("transform", [jvp, vjp])
+def test_a_global_whose_hash_raises_gets_the_located_error(tmp_path: Path, transform) -> None:
+    """The cache key hashed every global the function reads: a class whose ``__hash__``
+    raises anything but TypeError escaped as that error, not grad's located refusal."""
+    module = module_from_source(
+        tmp_path,
+        "class Settings:\n    def __hash__(self):\n        raise RuntimeError('no hash')\n\n\n"
+        "SETTINGS = Settings()\n\n\ndef f(x):\n    return x * 2.0 if SETTINGS else x\n",
+    )
+    arguments = ((1.0,), (1.0,)) if transform is jvp else (1.0,)
+    with pytest.raises(
+        adcompile.UnsupportedSyntaxError, match="`SETTINGS` is a Settings"
+    ) as caught:
+        transform(module.f, *arguments)
+    assert str(caught.value).startswith(f"{module.__file__}:10:")
+
+
 def test_jvp_and_vjp_use_the_rules_in_force(module: types.ModuleType) -> None:
     """A rule of a finished rule_scope stayed in use; one registered later was not used."""
     expected = 2.0 / (1.0 + math.exp(-0.3))

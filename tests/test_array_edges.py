@@ -518,15 +518,43 @@ def method_mean_dtype(x):
 
 def method_cumsum_dtype(x):
     return np.sum(x.cumsum(1, np.float64))
+
+
+def sum_keepdims_after_nones(x):
+    return np.sum(np.sum(x * x, 1, None, None, True) * WEIGHTS)
+
+
+def var_ddof_after_nones(x):
+    return np.sum(np.var(x, 0, None, None, 1) * WEIGHTS)
+
+
+def method_cumsum_dtype_none(x):
+    return np.sum(x.cumsum(1, None) * WEIGHTS)
+
+
+def concatenate_out_none(x):
+    return np.sum(np.concatenate((x, x * x), 1, None) ** 2)
 """
 
 
-@pytest.mark.parametrize("name", ["sum_out_none", "var_dtype_out_none", "method_out_none"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "sum_out_none",
+        "var_dtype_out_none",
+        "method_out_none",
+        "sum_keepdims_after_nones",
+        "var_ddof_after_nones",
+        "method_cumsum_dtype_none",
+        "concatenate_out_none",
+    ],
+)
 @pytest.mark.parametrize("mode", ["reverse", "forward"])
 def test_positional_arguments_of_a_reduction_are_bound_as_numpy_binds_them(tmp_path, name, mode):
     """`np.max(x, 1, None)` bound None as `keepdims` (the rule's second static), not `out`
     (NumPy's): forward mode raised TypeError, and `np.var(x, 0, None, None)` took None as
-    `ddof`."""
+    `ddof`. More positionals than the rule's statics (`np.sum(x, 1, None, None, True)`,
+    NumPy's axis, dtype, out, keepdims) were refused before they were bound."""
     from tests.array_reference import check_gradient
 
     module = module_from_source(tmp_path, POSITIONAL_NUMPY_ARGUMENTS)

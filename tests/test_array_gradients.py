@@ -575,9 +575,16 @@ ERRORS = [
     ("return np.sum(np.sort(x))", "np.sort", NoDerivativeError, "np.sort"),
     ("return np.sum(np.concatenate(x))", "np.concatenate(x)", UnsupportedSyntaxError, "list"),
     ("return np.trace(x, 1)", "1)", UnsupportedSyntaxError, "takes (x) here"),
-    ("return np.sum(x, 0, False, 3)", "3)", UnsupportedSyntaxError, "(x, axis=, keepdims=)"),
+    ("return np.sum(x, 0, False, 3)", "False", UnsupportedSyntaxError, "its `dtype`"),
+    (
+        "return np.sum(x, 0, None, None, True, 0.0, None, 3)",
+        "3)",
+        UnsupportedSyntaxError,
+        "(x, axis=, keepdims=)",
+    ),
     ("return np.sum(np.diff(x, prepend=0.0))", "prepend", UnsupportedSyntaxError, "`prepend`"),
-    ("return np.sum(np.diff(x, 1, 0, 0.0))", "0.0)", UnsupportedSyntaxError, "(x, n=, axis=)"),
+    ("return np.sum(np.diff(x, 1, 0, 0.0))", "0.0)", UnsupportedSyntaxError, "its `prepend`"),
+    ("return np.sum(np.diff(x, 1, 0, None, None, 2))", "2)", UnsupportedSyntaxError, "(x, n="),
     ("return np.sum(np.roll(x) * x)", "np.roll", UnsupportedSyntaxError, "needs its `shift`"),
     # An array the rule differentiates, by keyword: was "no derivative rule for np.linalg.solve"
     (

@@ -237,3 +237,27 @@ def test_a_reduction_keyword_is_named(tmp_path):
     )
     with pytest.raises(UnsupportedSyntaxError, match="`max\\(\\)` with `default=`"):
         grad(fn)
+
+
+@pytest.mark.parametrize("use", ["if helper(x) > 1.0:", "if x > 0.0 and helper(x) > 1.0:"])
+def test_a_call_in_a_test_of_a_function_without_source_is_located_at_the_call(tmp_path, use):
+    """A call in a branch test was looked up before the error could be placed: the message
+    had no FILE:LINE:COL."""
+    module = module_from_source(
+        tmp_path,
+        f"""
+namespace = {{}}
+exec("def helper(x):\\n    return x * x\\n", namespace)
+helper = namespace["helper"]
+
+
+def f(x):
+    {use}
+        return x * 2.0
+    return x * 3.0
+""",
+    )
+    with pytest.raises(UnsupportedSyntaxError, match="made by exec") as caught:
+        grad(module.f)
+    column = 4 + use.index("helper") + 1  # 1-based, after the body's indent
+    assert str(caught.value).startswith(f"{module.__file__}:8:{column}: cannot read")

@@ -564,7 +564,7 @@ def test_jvp_and_vjp_of_a_function_of_a_sequence_say_how(tmp_path) -> None:
 CALLS_OF_TRANSFORMS = """
 import math
 
-from adcompile import grad, hessian
+from adcompile import grad, hessian, value_and_grad
 
 
 def loopy(x, n):
@@ -593,6 +593,21 @@ def calls_a_tuple_gradient(x, y):
 
 def calls_a_hessian(x, y):
     return H(x, y) * x
+
+
+vh = value_and_grad(h)
+
+
+def tests_a_tuple_gradient(x, y):
+    if dh(x, y)[0] > 0.0:
+        return x * y
+    return x - y
+
+
+def tests_a_value_and_gradient(x, y):
+    if vh(x, y)[1][1] > 0.0:
+        return x * y
+    return x - y
 """
 
 
@@ -637,6 +652,24 @@ def test_a_call_of_a_transform_that_cannot_be_read_again_is_refused_at_the_call(
         grad(function)
     line = function.__code__.co_firstlineno + 1
     assert str(caught.value).startswith(f"{module.__file__}:{line}:12:")
+
+
+@pytest.mark.parametrize("caller", ["tests_a_tuple_gradient", "tests_a_value_and_gradient"])
+def test_a_branch_test_may_read_a_gradients_tuple(tmp_path, caller) -> None:
+    """A test's value needs no derivative: reading a tuple of partials there was refused
+    when calls of gradients were checked as values to differentiate."""
+    from tests.helpers import module_from_source
+
+    module = module_from_source(tmp_path, CALLS_OF_TRANSFORMS)
+    x, y = sp.symbols("x y")
+    h = sp.sin(x * y) + x**3 * y
+    index = 0 if caller == "tests_a_tuple_gradient" else 1
+    gradient = grad(getattr(module, caller))
+    for point in ((0.4, 0.9), (-0.7, 1.2), (1.1, -2.0)):
+        at = {x: point[0], y: point[1]}
+        branch = x * y if sp.diff(h, (x, y)[index]).subs(at) > 0 else x - y
+        expected = tuple(float(sp.diff(branch, v).subs(at)) for v in (x, y))
+        assert gradient(*point) == expected
 
 
 def test_jvp_and_vjp_of_a_hessian_say_how_to_go_higher(tmp_path) -> None:

@@ -17,6 +17,8 @@ from adcompile import grad
 from tests.helpers import module_from_source
 
 SOURCE = """
+import math
+
 import numpy as np
 
 
@@ -46,6 +48,30 @@ def clipped_below(x):
 
 def clipped_above(x):
     return np.sum(np.clip(x, None, 0.5) * 3.0)
+
+
+def root_of_max(x):
+    return math.sqrt(max(x, 0.0))
+
+
+def root_of_min(x):
+    return math.sqrt(-min(x, 0.0))
+
+
+def arrays_root_of_maximum(x):
+    return np.sum(np.sqrt(np.maximum(x, 0.0)))
+
+
+def arrays_root_of_minimum(x):
+    return np.sum(np.sqrt(-np.minimum(x, 0.0)))
+
+
+def arrays_root_of_clip_below(x):
+    return np.sum(np.sqrt(np.clip(x, 0.0, None)))
+
+
+def arrays_root_of_clip_above(x):
+    return np.sum(np.sqrt(-np.clip(x, None, 0.0)))
 """
 
 a, b = sp.symbols("a b", real=True)
@@ -103,3 +129,31 @@ def test_one_sided_clip_passes_the_adjoint_at_its_bound(module, name):
     inside = x >= 0.5 if name == "clipped_below" else x <= 0.5
     for mode in ("reverse", "forward"):
         np.testing.assert_array_equal(grad(function, mode=mode)(x), 3.0 * inside)
+
+
+# Each is sqrt(0) == 0 where the clamp holds the other operand (x < 0 for max, x > 0 for min),
+# and sqrt(|x|) elsewhere: SymPy's derivative of that branch is the reference.
+CLAMPED_ROOTS = {
+    "root_of_max": (sp.sqrt(a), [-1.0, 4.0]),
+    "root_of_min": (sp.sqrt(-a), [1.0, -4.0]),
+    "arrays_root_of_maximum": (sp.sqrt(a), [-1.0, 4.0]),
+    "arrays_root_of_minimum": (sp.sqrt(-a), [1.0, -4.0]),
+    "arrays_root_of_clip_below": (sp.sqrt(a), [-1.0, 4.0]),
+    "arrays_root_of_clip_above": (sp.sqrt(-a), [1.0, -4.0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLAMPED_ROOTS))
+def test_an_infinite_adjoint_does_not_reach_the_clamped_operand(module, name):
+    """sqrt's adjoint at 0 is infinite; the operand the clamp discards must get 0, not a
+    ZeroDivisionError (the tie's second read of g was hoisted out of its branch) or nan
+    (inf * False)."""
+    branch, (clamped, free) = CLAMPED_ROOTS[name]
+    expected = [0.0, float(sp.diff(branch, a).subs(a, free))]
+    function = grad(getattr(module, name))
+    if name.startswith("arrays_"):
+        with np.errstate(divide="ignore"):  # sqrt's adjoint at 0 is inf before the mask
+            got = function(np.array([clamped, free])).tolist()
+    else:
+        got = [function(clamped), function(free)]
+    assert got == expected

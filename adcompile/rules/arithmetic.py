@@ -85,15 +85,17 @@ rule(math.fabs)(absolute)
 
 @rule(builtins.max)
 def maximum(a, b, result, g):
-    return (0.0 if b > a else 0.5 * g if a == b else g), (
-        g if b > a else 0.5 * g if a == b else 0.0
+    # g is read once per partial, so that it is computed only where the partial is not 0.0:
+    # max(x, 0.0) under a sqrt must not divide by zero for x < 0.
+    return (0.0 if b > a else (0.5 if a == b else 1.0) * g), (
+        (0.5 if a == b else 1.0) * g if b >= a else 0.0
     )
 
 
 @rule(builtins.min)
 def minimum(a, b, result, g):
-    return (0.0 if b < a else 0.5 * g if a == b else g), (
-        g if b < a else 0.5 * g if a == b else 0.0
+    return (0.0 if b < a else (0.5 if a == b else 1.0) * g), (
+        (0.5 if a == b else 1.0) * g if b <= a else 0.0
     )
 
 

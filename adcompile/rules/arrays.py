@@ -266,14 +266,20 @@ def absolute(x, result, g):
 
 @array_rule(np.maximum)
 def maximum(a, b, result, g):
-    tie = 0.5 * g * (a == b)  # half to each operand (products with bools keep g's dtype)
-    return unbroadcast(g * (a > b) + tie, a), unbroadcast(g * (b > a) + tie, b)
+    # Half to each operand on a tie. np.where, not g * mask: an infinite g (sqrt at 0
+    # downstream) must give the losing operand 0, not inf * 0 = nan.
+    share = np.where(a == b, 0.5 * g, g)
+    return unbroadcast(np.where(a >= b, share, 0.0), a), unbroadcast(
+        np.where(b >= a, share, 0.0), b
+    )
 
 
 @array_rule(np.minimum)
 def minimum(a, b, result, g):
-    tie = 0.5 * g * (a == b)
-    return unbroadcast(g * (a < b) + tie, a), unbroadcast(g * (b < a) + tie, b)
+    share = np.where(a == b, 0.5 * g, g)
+    return unbroadcast(np.where(a <= b, share, 0.0), a), unbroadcast(
+        np.where(b <= a, share, 0.0), b
+    )
 
 
 def clip_below(x, lo):
@@ -288,12 +294,12 @@ def clip_above(x, hi):
 
 @array_rule(clip_below)
 def clip_below_(x, lo, result, g):
-    return unbroadcast(g * (x >= lo), x), unbroadcast(g * (x < lo), lo)
+    return unbroadcast(np.where(x >= lo, g, 0.0), x), unbroadcast(np.where(x < lo, g, 0.0), lo)
 
 
 @array_rule(clip_above)
 def clip_above_(x, hi, result, g):
-    return unbroadcast(g * (x <= hi), x), unbroadcast(g * (x > hi), hi)
+    return unbroadcast(np.where(x <= hi, g, 0.0), x), unbroadcast(np.where(x > hi, g, 0.0), hi)
 
 
 @array_rule(np.where)
