@@ -207,7 +207,8 @@ def generate(
         name = functions[-1].name
     label = kind if mode == "reverse" else f"forward-mode {kind}"
     header = _header(fs, label, core)
-    text = render_module(functions, header)
+    with _deep_expressions_allowed(fs):  # a line the user wrote deep stays as deep
+        text = render_module(functions, header)
     if " = ...\n" in text:  # a placeholder: say what it means once, at the top
         text = text.replace(header, header + PLACEHOLDER_NOTE, 1)
     n_outputs = None if core.outputs is None else len(core.outputs)

@@ -35,6 +35,7 @@ from .source import (
     load_from_file,
     load_function,
 )
+from .static_decorators import decorator_wrt
 from .symbolic import NoSamplePoints
 
 
@@ -59,6 +60,7 @@ def load_target(target: str) -> FunctionSource:
     where, func = parse_target(target)
     if where.endswith(".py") or Path(where).is_file():
         fs = load_from_file(where, func)
+        decorator_wrt(fs)  # refuses a decorator reading the file cannot apply
         _note_static_rules(fs)
         return fs
     module = _import(where)
@@ -166,11 +168,13 @@ def _wrt_argument(wrt: tuple[str, ...] | None) -> Any:
     return wrt[0] if wrt is not None and len(wrt) == 1 else wrt
 
 
-def _requested_wrt(args: argparse.Namespace) -> Any:
-    """``--wrt``; without it, the ``wrt`` of a module's ``@grad(wrt=...)`` target (as the
-    module's own name computes), else every parameter."""
+def _requested_wrt(args: argparse.Namespace, fs: FunctionSource) -> Any:
+    """``--wrt``; without it, the ``wrt`` of a ``@grad(wrt=...)`` target (as the module's
+    own name computes), else every parameter."""
     if args.wrt is not None:
         return _wrt_argument(parse_wrt(args.wrt))
+    if fs.origin is None:  # read from a file
+        return decorator_wrt(fs)
     where, func = parse_target(args.target)
     module = sys.modules.get(where)  # imported by load_target; a file is read, not run
     recipe = getattr(getattr(module, func, None), "adcompile_recipe", None)
@@ -193,7 +197,7 @@ def highlight(text: str, stream: Any) -> str:
 def command_dump(args: argparse.Namespace) -> int:
     """Print the generated gradient module (``--annotate``: beside the primal source)."""
     fs = load_target(args.target)
-    text, _ = generate_source(fs, _requested_wrt(args), mode=args.mode)
+    text, _ = generate_source(fs, _requested_wrt(args, fs), mode=args.mode)
     if args.annotate:
         from .explain import annotate
 
@@ -216,7 +220,7 @@ def _explained(args: argparse.Namespace, required: bool) -> tuple[FunctionSource
 
     fs = load_target(args.target)
     _scalar_only(fs, args.command)
-    wrt = _requested_wrt(args)
+    wrt = _requested_wrt(args, fs)
     if args.at is None:
         if required:
             raise UsageError("explain needs a point: --at NAME=VALUE,... (e.g. --at x=4,y=-3)")
@@ -290,7 +294,7 @@ def command_check(args: argparse.Namespace) -> int:
     """Compare the generated gradient with SymPy's partials; exit 1 on a mismatch."""
     fs = load_target(args.target)
     _scalar_only(fs, "check")
-    wrt = _requested_wrt(args)
+    wrt = _requested_wrt(args, fs)
     text, name = generate_source(fs, wrt)
     gradient = load_module(text, f"{name} (check)")[name]
     given = args.at is not None

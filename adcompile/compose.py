@@ -57,14 +57,16 @@ def _cache_key(fn: Callable[..., Any], kind: str, wrt: Wrt) -> tuple:
     )
 
 
-def _constants_read(fn: Callable[..., Any]) -> tuple:
-    """What ``fn``'s own code reads from its module and closure, as it is now: numbers,
-    tuples and strings (an einsum subscript) by value, arrays and everything else (the
-    helper function a global names) by identity. What the helpers it calls read is not
-    looked at: like ``grad``, the transforms read that when they are compiled."""
+def _constants_read(fn: Callable[..., Any], visited: set[int] | None = None) -> tuple:
+    """What ``fn``'s code reads from its module and closure, as it is now: numbers, tuples
+    and strings (an einsum subscript) by value, arrays and everything else (the helper
+    function a global names) by identity; and the same for each Python function it names,
+    whose code the transforms inline (once each: helpers may call each other)."""
     code = getattr(fn, "__code__", None)
-    if code is None:
+    visited = set() if visited is None else visited
+    if code is None or id(code) in visited:
         return ()
+    visited.add(id(code))
     names, stack = set(), [code]
     while stack:
         current = stack.pop()
@@ -82,7 +84,19 @@ def _constants_read(fn: Callable[..., Any]) -> tuple:
     ]
     if isinstance(fn, types.FunctionType):
         seen += sorted(closure_values(fn).items())
-    return tuple((name, _value_key(value)) for name, value in seen)
+    own = tuple((name, _value_key(value)) for name, value in seen)
+    helpers = tuple(
+        (name, _constants_read(value, visited)) for name, value in seen if _is_helper(value)
+    )
+    return own + helpers
+
+
+def _is_helper(value: object) -> bool:
+    """A Python function of the user's that compiled code may inline (not NumPy's own)."""
+    if not isinstance(value, types.FunctionType):
+        return False
+    package = (getattr(value, "__module__", None) or "").partition(".")[0]
+    return package not in ("numpy", "adcompile")
 
 
 def _value_key(value: object) -> object:

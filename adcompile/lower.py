@@ -1461,8 +1461,8 @@ class Lowerer(ArrayLowering):
     def _canonical_callee(self, value: object, node: ast.Name) -> ast.expr:
         # `from math import sin` and `import math as m` both become `math.sin`.
         modules = list(RENDERABLE_MODULES.values())
-        if self.array_mode:
-            modules.append(self.numpy)
+        if self.array_mode:  # `from numpy.linalg import inv`: np.linalg.inv
+            modules += [self.numpy, self.numpy.linalg]
         for module in modules:
             name = getattr(value, "__name__", None)
             if name and getattr(module, name, None) is value:

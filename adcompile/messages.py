@@ -391,6 +391,31 @@ def computed_global(name: str, value: object) -> str:
     )
 
 
+def static_decorator(decorator: str, function: str) -> str:
+    """A decorator, other than adcompile's, on a function read from a file without running it."""
+    return (
+        f"`@{decorator}` on {function} is not applied when the file is given as PATH.py (it is "
+        f"read, not run), and the function it makes of {function} may compute something else: "
+        "name the module (`package.module:FUNC`) so that it is imported, and what the name "
+        "stands for is differentiated"
+    )
+
+
+def static_decorators(function: str) -> str:
+    """Two or more decorators on a function read from a file without running it."""
+    return (
+        f"{function} has more than one decorator, which are not applied when the file is given "
+        "as PATH.py (it is read, not run): name the module (`package.module:FUNC`) so that it "
+        "is imported"
+    )
+
+
+STATIC_DECORATOR_WRT = (
+    "a `wrt=` known only by running the file (PATH.py is read, not run): write a literal "
+    "(`wrt='x'`, `wrt=('x', 'z')`), pass --wrt, or name the module (`package.module:FUNC`)"
+)
+
+
 def no_rule(name: str, value: object) -> str:
     """A call to something that has neither a rule nor supported source."""
     if type(value).__name__ == "ComputedGlobal":

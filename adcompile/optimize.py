@@ -721,13 +721,30 @@ def _inline(node: ast.AST, pending: dict[str, ast.stmt]) -> ast.AST:
     return node
 
 
+# How deep a folded expression may nest. A tangent chains through a whole line (the
+# tangent of a 200-factor product nests 400 levels), past what astor renders on the
+# default recursion limit and past what reads as code; the user's own lines stay whole.
+MAX_INLINED_DEPTH = 40
+
+
+def _expression_depth(node: ast.AST) -> int:
+    """How many levels ``node`` nests (iteratively: the tree may be deep)."""
+    deepest, stack = 0, [(node, 1)]
+    while stack:
+        current, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(current))
+    return deepest
+
+
 def inline_temporaries(
     statements: list[ast.stmt], returns: ast.expr, temporaries: set[str]
 ) -> list[ast.stmt]:
     """Fold a forward temporary read exactly once back into the statement that reads it.
 
     Only within one source line's statements, so ``a = sin(x * y) + K`` reads as one line
-    again whenever the adjoints do not need the intermediate values.
+    again whenever the adjoints do not need the intermediate values; a temporary whose
+    expression has grown ``MAX_INLINED_DEPTH`` deep stays a statement of its own.
     """
     counts = _read_counts(statements, returns)
     inlinable = {t for t in temporaries if counts.get(t) == 1}
@@ -748,7 +765,7 @@ def inline_temporaries(
             if is_forward_assign:
                 line = stmt.adcompile_line
                 stmt.value = _inline(stmt.value, pending)
-                if stmt.targets[0].id in inlinable:
+                if stmt.targets[0].id in inlinable and not _too_deep_to_fold(stmt.value):
                     pending[stmt.targets[0].id] = stmt
                     continue
             out.append(stmt)
@@ -756,6 +773,11 @@ def inline_temporaries(
         return out
 
     return walk(statements)
+
+
+def _too_deep_to_fold(value: ast.expr) -> bool:
+    """Whether folding ``value`` into its reader would nest past ``MAX_INLINED_DEPTH``."""
+    return _expression_depth(value) >= MAX_INLINED_DEPTH
 
 
 def finish_array_code(

@@ -440,6 +440,8 @@ def static_namespace(
         elif isinstance(stmt, ast.Assign | ast.AnnAssign) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             value = literal_value(stmt.value)
+            if isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+                value = stmt.value.value  # einsum's subscripts, as a running module has them
             for target in targets:
                 if isinstance(target, ast.Name):
                     computed = ComputedGlobal(ast.unparse(stmt))

@@ -100,6 +100,34 @@ def test_jvp_and_vjp_compile_again_when_a_global_names_another_helper(tmp_path: 
     assert vjp(module.f, 3.0)[1](1.0) == (27.0,)
 
 
+def test_jvp_and_vjp_compile_again_when_a_constant_a_helper_reads_changes(tmp_path: Path) -> None:
+    """Only the function's own code was looked at: after K = 7.0, read by a helper of a
+    helper, jvp still gave K = 2.0's value and tangent (the value itself wrong)."""
+    module = module_from_source(
+        tmp_path,
+        "K = 2.0\n\n\ndef inner(t):\n    return t * K\n\n\ndef outer(t):\n"
+        "    return inner(t) + t\n\n\ndef f(x):\n    return outer(x) * x\n",
+    )
+    assert jvp(module.f, (3.0,), (1.0,)) == (27.0, 18.0)
+    module.K = 7.0
+    expected_value, expected_slope = module.f(3.0), 2 * (7.0 + 1.0) * 3.0  # (K + 1) x^2
+    assert jvp(module.f, (3.0,), (1.0,)) == (expected_value, expected_slope)
+    assert vjp(module.f, 3.0)[1](1.0) == (expected_slope,)
+
+
+def test_helpers_naming_each_other_are_read_once(tmp_path: Path) -> None:
+    """The key follows helpers; two that name each other must not send it round forever."""
+    from adcompile.compose import _constants_read
+
+    module = module_from_source(
+        tmp_path,
+        "def ping(x):\n    return x if x > 1.0 else pong(x)\n\n\n"
+        "def pong(x):\n    return ping(2.0 * x)\n",
+    )
+    names = [name for name, _ in _constants_read(module.ping)]
+    assert names == ["pong", "pong"]  # pong itself, then what pong reads (ping, seen)
+
+
 def test_jvp_compiles_again_when_an_einsum_subscript_string_changes(tmp_path: Path) -> None:
     """A module-level string (einsum's subscripts) is read at compile time, like a number."""
     module = module_from_source(

@@ -600,3 +600,48 @@ def test_forward_mode_of_a_0d_array_times_a_list(tmp_path, x):
         assert float(gradient(x)) == pytest.approx(float(expected), rel=1e-6)
     assert np.result_type(grad(module.f, mode="forward")(x)) == x.dtype  # as in reverse mode
     assert np.result_type(grad(module.f)(x)) == x.dtype
+
+
+LINALG_BY_NAME = """
+import numpy as np
+from numpy.linalg import det, norm, solve
+from numpy.linalg import inv as INV
+
+
+def f(a, b):
+    return np.sum(INV(a)) + det(a) + norm(solve(a, b))
+"""
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_numpy_linalg_functions_imported_by_name(tmp_path, mode):
+    """`from numpy.linalg import inv as INV` compiled, and the generated code called `INV`,
+    which it never defines: NameError at the first call, and a dump that did not run."""
+    from tests.array_reference import check_gradient
+
+    module = module_from_source(tmp_path, LINALG_BY_NAME)
+    a, b = np.array([[2.0, 0.5], [0.3, 1.5]]), np.array([1.0, -2.0])
+    gradient = grad(module.f, mode=mode)
+    check_gradient(module.f, gradient, [a, b], (0, 1))
+    standalone: dict = {}
+    exec(compile(gradient.source, "<dump>", "exec"), standalone)  # needs only NumPy
+    np.testing.assert_array_equal(standalone["f_grad"](a, b)[0], gradient(a, b)[0])
+
+
+@pytest.mark.parametrize(
+    "reduction", ["np.max(x, axis=0)", "np.min(x)", "x.max(0)", "np.min(x, 1, keepdims=True)"]
+)
+def test_forward_tangents_of_max_and_min_keep_float32(tmp_path, reduction):
+    """The tangent divided by the int count of tied extremes, so float32 became float64."""
+
+    module = module_from_source(
+        tmp_path, f"import numpy as np\n\n\ndef f(x):\n    return {reduction}\n"
+    )
+    x = np.array([[3.0, 1.0, 2.5, 2.0], [3.5, 0.0, 5.0, 2.25], [1.0, 4.0, 5.5, 0.5]], np.float32)
+    t = np.linspace(-1.0, 1.0, 12, dtype=np.float32).reshape(3, 4)
+    _, tangent = jvp(module.f, (x,), (t,))
+    x64, t64, h = x.astype(np.float64), t.astype(np.float64), 1e-3  # no ties: f is linear
+    expected = (module.f(x64 + h * t64) - module.f(x64 - h * t64)) / (2 * h)
+    assert np.asarray(tangent).dtype == np.float32
+    np.testing.assert_allclose(tangent, expected, rtol=1e-6)
+    assert jacobian(module.f, mode="forward")(x).dtype == np.float32

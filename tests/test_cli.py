@@ -767,9 +767,10 @@ LOOP = "def f(x, n):\n    s = 0.0\n    for i in range(n):\n        s = s + {term
         (LOOP.format(term="x\n        s //= 0.7"), "x=1.3,n=2", 1, "// on", "--wrt"),
         (LOOP.format(term="2.5 // x"), "x=0.7,n=2", 1, "cannot compute // on", "--wrt"),
         # a decorated function was left out of the file's static definitions (its name is
-        # unknown until the decorator runs): "... is not a callable object"
+        # unknown until the decorator runs): "... is not a callable object"; (a decorator
+        # not adcompile's is refused: test_a_file_target_s_own_decorator_is_refused...)
         (
-            "def noop(fn):\n    return fn\n\n\n@noop\n" + LOOP.format(term="x * x"),
+            "from adcompile import grad\n\n\n@grad(wrt='x')\n" + LOOP.format(term="x * x"),
             "x=0.7,n=3",
             0,
             "OK: matches the mpmath",
@@ -788,3 +789,110 @@ def test_check_of_a_loop_in_a_file_against_mpmath(
     captured = capsys.readouterr()
     assert shown in captured.out + captured.err
     assert not_shown not in captured.out + captured.err
+
+
+DECORATED_TARGETS = """
+import adcompile as ad
+from adcompile import grad as G, value_and_grad
+
+
+def twice(fn):
+    def wrapper(x):
+        return 2 * fn(x)
+
+    return wrapper
+
+
+@twice
+def doubled(x):
+    return x * x
+
+
+@G(wrt="y")
+def grad_in_y(x, y):
+    return x * y * y
+
+
+@ad.grad(wrt=("y", "x"))
+def grad_in_y_then_x(x, y):
+    return x * y * y
+
+
+@value_and_grad
+def value_and_slope(x):
+    return x * x
+
+
+WRT = "x"
+
+
+@G(wrt=WRT)
+def wrt_from_a_name(x, y):
+    return x * y
+"""
+
+
+def test_a_file_target_s_own_decorator_is_refused_not_ignored(capsys, tmp_path):
+    """PATH.py mode differentiated `@twice def doubled`'s body: 2x where the module's
+    `doubled` (2x^2) has 4x, silently. The reference is the module, run, differentiated
+    numerically; the module form (which imports it) follows the wrapper."""
+    target = tmp_path / "decorated_targets.py"
+    target.write_text(DECORATED_TARGETS)
+    module = module_from_source(tmp_path, DECORATED_TARGETS)
+    assert _numeric_derivative(module.doubled, 1.5) == pytest.approx(6.0, rel=1e-8)
+    for command in (["dump"], ["check", "--at", "x=1.5"], ["explain", "--at", "x=1.5"]):
+        assert main([command[0], f"{target}:doubled", *command[1:]]) == 1
+        err = capsys.readouterr().err
+        line = DECORATED_TARGETS.splitlines().index("@twice") + 1
+        assert err.startswith(f"{target}:{line}:2: error: `@twice` on doubled is not applied")
+        assert "package.module:FUNC" in err and "Traceback" not in err
+
+
+def test_a_file_target_s_grad_decorator_keeps_its_literal_wrt(capsys, tmp_path):
+    """PATH.py mode dumped every partial of `@grad(wrt="y")`, where the module's name (and
+    the module form) gives only df/dy."""
+    target = tmp_path / "decorated_targets.py"
+    target.write_text(DECORATED_TARGETS)
+    module = module_from_source(tmp_path, DECORATED_TARGETS)
+    cases = {
+        "grad_in_y": '"""Return dgrad_in_y/dy."""',
+        "grad_in_y_then_x": '"""Return (dgrad_in_y_then_x/dy, dgrad_in_y_then_x/dx)."""',
+        "value_and_slope": '"""Return dvalue_and_slope/dx."""',
+    }
+    for name, docstring in cases.items():
+        assert main(["dump", f"{target}:{name}"]) == 0
+        text = capsys.readouterr().out
+        assert docstring in text
+        dumped: dict = {}
+        exec(text, dumped)
+        point = (0.5, 1.5)[: 1 if name == "value_and_slope" else 2]
+        expected = getattr(module, name)(*point)
+        got = dumped[f"{name}_grad"](*point)
+        assert got == (expected[1] if name == "value_and_slope" else expected)
+    assert main(["dump", f"{target}:grad_in_y", "--wrt", "x"]) == 0
+    assert '"""Return dgrad_in_y/dx."""' in capsys.readouterr().out  # --wrt still chooses
+    assert main(["dump", f"{target}:wrt_from_a_name"]) == 1
+    err = capsys.readouterr().err
+    line = DECORATED_TARGETS.splitlines().index("@G(wrt=WRT)") + 1
+    assert err.startswith(f"{target}:{line}:8: error: a `wrt=` known only by running the file")
+
+
+def test_a_file_s_string_constant_is_einsum_s_subscripts(capsys, tmp_path):
+    """PATH.py mode refused a module-level subscripts string that the API accepts."""
+    source = (
+        'import numpy as np\n\nSUBSCRIPTS = "ij,jk->ik"\n\n\n'
+        "def f(a):\n    return np.sum(np.einsum(SUBSCRIPTS, a, a))\n"
+    )
+    target = tmp_path / "einsum_constant.py"
+    target.write_text(source)
+    module = module_from_source(tmp_path, source)
+    assert main(["dump", f"{target}:f"]) == 0
+    dumped: dict = {}
+    exec(capsys.readouterr().out, dumped)
+    import numpy as np
+
+    a = np.array([[0.5, -1.0], [2.0, 0.25]])
+    np.testing.assert_array_equal(dumped["f_grad"](a), grad(module.f)(a))
+    from tests.array_reference import check_gradient
+
+    check_gradient(module.f, lambda a: (dumped["f_grad"](a),), [a], (0,))

@@ -6,10 +6,12 @@ import ast
 import re
 
 import numpy as np
+import pytest
 
 from adcompile import grad
 from adcompile.floats import ARRAY_FACTS
 from adcompile.optimize import (
+    MAX_INLINED_DEPTH,
     drop_copies_back,
     drop_zero_contributions,
     eliminate_dead_code,
@@ -324,3 +326,34 @@ def test_a_loop_reverse_body_does_not_copy_an_adjoint_back(tmp_path):
     text = grad(fn).source
     assert "b_x_2 = b_x_1" in text and "b_x_1 = b_x_2" not in text, text
     assert_grad_matches_mp(fn, [{"x": 0.7, "a": 1.3}, {"x": -2.0, "a": 0.4}])
+
+
+def _deepest_statement(source: str) -> int:
+    """The deepest nesting of any statement's expression in ``source`` (iteratively)."""
+    deepest = 0
+    for stmt in ast.walk(ast.parse(source)):
+        if isinstance(stmt, ast.Assign | ast.AugAssign | ast.Return):
+            stack = [(stmt.value, 1)]
+            while stack:
+                node, depth = stack.pop()
+                deepest = max(deepest, depth)
+                stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        " * ".join(["(1.0 + x * 0.001)"] * 200),
+        " + ".join(f"x * {i}.0" for i in range(500)),
+        " + ".join(f"math.sin(x * {i}.0)" for i in range(1, 500)),
+    ],
+    ids=["product-of-200", "sum-of-500", "sum-of-sines"],
+)
+def test_forward_mode_of_a_long_line_stays_shallow(tmp_path, body):
+    """Its tangent was folded into one expression nesting twice as deep as the line, and
+    rendering it raised a bare RecursionError at decoration (reverse mode compiled)."""
+    fn = function_from_source(tmp_path, f"import math\n\n\ndef f(x):\n    return {body}\n")
+    gradient = grad(fn, mode="forward")
+    assert _deepest_statement(gradient.source) < MAX_INLINED_DEPTH + 8
+    assert_grad_matches_mp(fn, [{"x": 0.7}], gradient=gradient, rtol=1e-12)

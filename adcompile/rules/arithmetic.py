@@ -33,7 +33,9 @@ def mul(a, b, result, g):
 
 @rule(operator.truediv)
 def truediv(a, b, result, g):
-    return g / b, -(g / b) * result  # g / b first: g * result may overflow where this does not
+    # g / b first: g * result overflows where g and a / b are large and the partial is not
+    # (this form overflows instead where g / b does, |b| < 1 with g near the float limit).
+    return g / b, -(g / b) * result
 
 
 @rule(operator.floordiv)

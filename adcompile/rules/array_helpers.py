@@ -102,7 +102,10 @@ def extreme_adjoint(g, x, result, axis, keepdims):
     """The adjoint of ``np.max``/``np.min``: ``g`` shared equally among the tied extremes."""
     result = restore_axes(result, x, axis, keepdims)
     hits = x == result
-    return hits * (restore_axes(g, x, axis, keepdims) / np.sum(hits, axis=axis, keepdims=True))
+    g = restore_axes(g, x, axis, keepdims)
+    # counted in g's float type: an int count would make a float32 share float64
+    dtype = g.dtype if isinstance(g, np.ndarray) and g.dtype.kind == "f" else None
+    return hits * (g / np.sum(hits, axis=axis, keepdims=True, dtype=dtype))
 
 
 def extreme_tangent(g, x, result, axis, keepdims):
