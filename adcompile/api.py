@@ -471,7 +471,7 @@ def refuse_composite(fn: Callable[..., Any]) -> None:
     composite = getattr(fn, "adcompile_composite", None)
     if composite is not None:
         raise TypeError(
-            f"the function adcompile.{composite} returns calls generated code at run time and "
+            f"the function adcompile.{composite}() made calls generated code at run time and "
             "cannot be compiled again; build higher derivatives from grad instead, e.g. "
             "grad(grad(grad(f))), jacobian(grad(grad(f))) or hessian(grad(f))"
         )

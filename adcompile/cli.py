@@ -47,6 +47,21 @@ class RunError(Exception):
     """The function failed at the given point (e.g. ``log`` of a negative): exit status 1."""
 
 
+class _Once(argparse.Action):
+    """An option given at most once (``explain --at``: one point), not the last of several."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"{option_string} is given more than once (this command takes one)")
+        setattr(namespace, self.dest, values)
+
+
 def parse_target(target: str) -> tuple[str, str]:
     """Split ``PATH.py:FUNC`` or ``package.module:FUNC`` into its two parts."""
     where, sep, func = target.rpartition(":")
@@ -298,14 +313,14 @@ def command_check(args: argparse.Namespace) -> int:
     text, name = generate_source(fs, wrt)
     gradient = load_module(text, f"{name} (check)")[name]
     given = args.at is not None
-    points = [parse_point(args.at, fs.param_names(), fs.defaults)] if given else None
+    points = [parse_point(at, fs.param_names(), fs.defaults) for at in args.at] if given else None
     try:
         report, reference = _compare(fs, gradient, points, wrt)
         kinks = _settle_kinks(fs, report)
     except NoSamplePoints as exc:
         raise RunError(f"{exc.reason}; give a point in its domain with --at") from None
     except _RUN_FAILURES as exc:  # the user's function failed there
-        raise _failed_at(exc, args.at if given else "the sample points") from None
+        raise _failed_at(exc, " or ".join(args.at) if given else "the sample points") from None
     print(report.table())
     if not report.ok:
         print("MISMATCH: see the rows marked above")
@@ -448,13 +463,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument(
         "--at",
-        help="a point, e.g. x=4,y=-3,z=5 (default: random points; needed for loops and "
-        "keyword calls, which SymPy cannot follow)",
+        action="append",
+        help="a point, e.g. x=4,y=-3,z=5, given once per point (default: random points; "
+        "needed for loops and keyword calls, which SymPy cannot follow)",
     )
-    explain.add_argument("--at", help="the point, e.g. x=4,y=-3,z=5 (required)")
+    explain.add_argument("--at", action=_Once, help="the point, e.g. x=4,y=-3,z=5 (required)")
     explain.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     explain.add_argument("--all", action="store_true", help="show every loop iteration")
-    graph.add_argument("--at", help="a point: values on the nodes, adjoints on reverse edges")
+    graph.add_argument(
+        "--at", action=_Once, help="a point: values on the nodes, adjoints on reverse edges"
+    )
     graph.add_argument("-o", "--output", required=True, help="graph.svg, .png, .pdf, .dot or .gv")
     dump.set_defaults(run=command_dump)
     check.set_defaults(run=command_check)

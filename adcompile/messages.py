@@ -535,10 +535,18 @@ def too_many_inlined(limit: int) -> str:
 
 def reduction_keyword(name: str, keyword: str | None) -> str:
     """``max(gen, default=0.0)``, ``min(xs, key=f)``: keywords of the builtin reductions."""
-    return (
-        f"`{name}()` with `{keyword}=` is not supported; compute the case it covers "
-        f"separately (e.g. `{name}(...) if n > 0 else 0.0` for `default=`)"
-    )
+    if keyword == "default":
+        return (
+            f"`{name}()` with `default=` is not supported; compute the case it covers "
+            f"separately (e.g. `{name}(...) if n > 0 else 0.0`)"
+        )
+    if keyword == "key" and name in ("min", "max"):
+        return (
+            f"`{name}()` with `key=` is not supported; compare the keys yourself, e.g. "
+            f"`a if abs(a) {'<' if name == 'min' else '>'}= abs(b) else b` for "
+            f"`{name}(a, b, key=abs)`"
+        )
+    return f"`{name}()` with `{keyword}=` is not supported"
 
 
 def function_value(name: str) -> str:

@@ -427,7 +427,10 @@ def _shimmed_gradient(
                 raise ValueError(f"{name!r} is not a parameter; parameters are {list(args)}")
             _check_perturbable(name, args[name])
             try:
-                derivative = mpmath.diff(_partial(shimmed, args, name), mpmath.mpf(args[name]))
+                at = mpmath.mpf(args[name])
+                derivative = mpmath.diff(
+                    _partial(shimmed, args, name), at, addprec=_extra_precision(at)
+                )
             except Exception as exc:
                 exc.add_note(f"(computing the mpmath reference d/d{name} at {args})")
                 raise
@@ -446,7 +449,9 @@ def one_sided_partials(
     along = _partial(mp_function(fn), args, name)
     with mpmath.workdps(dps):
         at = mpmath.mpf(args[name])
-        sides = [mpmath.diff(along, at, direction=side) for side in (-1, 1)]
+        sides = [
+            mpmath.diff(along, at, direction=side, addprec=_extra_precision(at)) for side in (-1, 1)
+        ]
     left, right = (_as_real(name, side) for side in sides)
     return left, right
 
@@ -462,7 +467,8 @@ def reference_gradient_mp(
     Each partial is ``mpmath.diff`` of the mpmath version of ``fn`` (``mp_function``) along one
     parameter, the others held at their (unconverted) values: ints stay ints, tuples stay
     tuples. ``mpmath.diff`` evaluates at about ``2 * (dps + 6)`` digits with a step of about
-    ``10 ** -(dps + 3)``, so points need only be farther than that from a kink.
+    ``10 ** -(dps + 3)``, so points need only be farther than that from a kink (beyond 1 in
+    size, with as many more digits as the point has before its point, and a smaller step).
     """
     args = complete_point(fn, point)
     return _shimmed_gradient(mp_function(fn), args, list(wrt), dps)
@@ -494,14 +500,23 @@ def _second_partial(
     shimmed: types.FunctionType, args: dict[str, object], names: list[str], a: str, b: str
 ) -> Any:
     if a == b:
-        return mpmath.diff(_partial(shimmed, args, a), mpmath.mpf(args[a]), 2)
+        at = mpmath.mpf(args[a])
+        return mpmath.diff(_partial(shimmed, args, a), at, 2, addprec=_extra_precision(at))
 
     def along(u: Any, v: Any) -> Any:
         call = dict(args)
         call[a], call[b] = u, v
         return shimmed(*(call[n] for n in names))
 
-    return mpmath.diff(along, (mpmath.mpf(args[a]), mpmath.mpf(args[b])), (1, 1))
+    at = (mpmath.mpf(args[a]), mpmath.mpf(args[b]))
+    return mpmath.diff(along, at, (1, 1), addprec=_extra_precision(*at))
+
+
+def _extra_precision(*at: Any) -> int:
+    """mpmath.diff's ``addprec`` (10 by default) raised by the point's magnitude: its step,
+    2 ** -(precision + addprec), vanished beside a large x (x + h == x at 1e50, and the
+    derivative with it); the working precision grows with addprec, so x + h is exact."""
+    return 10 + max([0, *(int(mpmath.mag(v)) for v in at if v and mpmath.isfinite(v))])
 
 
 # --- comparing a compiled gradient with the reference ------------------------------------------

@@ -281,10 +281,14 @@ def function_node(fn: types.FunctionType) -> tuple[FunctionNode, list[str]]:
     if node is None:
         node = _find_node(_parse_file(filename, "".join(lines)), code)
     if node is None:
-        raise AdcompileError(
-            f"cannot find the definition of {fn.__qualname__} in {filename} at line "
-            f"{code.co_firstlineno} (several lambdas on one line that adcompile cannot tell "
-            "apart, or the file changed since it was imported)"
+        line = code.co_firstlineno
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+        column = 1 + len(text) - len(text.lstrip())
+        raise UnsupportedSyntaxError(
+            f"cannot find the definition of {fn.__qualname__} here (several lambdas on one "
+            "line that adcompile cannot tell apart: give each its own line or a def; or the "
+            "file changed since it was imported: reload it)",
+            Location(filename, line, column, text),
         )
     return node, lines
 

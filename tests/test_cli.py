@@ -896,3 +896,27 @@ def test_a_file_s_string_constant_is_einsum_s_subscripts(capsys, tmp_path):
     from tests.array_reference import check_gradient
 
     check_gradient(module.f, lambda a: (dumped["f_grad"](a),), [a], (0,))
+
+
+def test_check_takes_several_points_and_explain_one(capsys):
+    """A second --at replaced the first without a word: check verified one point only."""
+    status = main(["check", "examples/seed.py:f", "--at", "x=4,y=-3,z=5", "--at", "x=1,y=2,z=3"])
+    out = capsys.readouterr().out
+    assert status == 0 and "all 6 partials match SymPy" in out
+    assert "| x=4, y=-3, z=5 |" in out and "| x=1, y=2, z=3  |" in out
+    for command in ("explain", "graph"):
+        extra = ["-o", "unused.svg"] if command == "graph" else []
+        with pytest.raises(SystemExit) as caught:
+            main(
+                [
+                    command,
+                    "examples/seed.py:f",
+                    "--at",
+                    "x=4,y=-3,z=5",
+                    "--at",
+                    "x=1,y=2,z=3",
+                    *extra,
+                ]
+            )
+        assert caught.value.code == 2
+        assert "--at is given more than once" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import textwrap
 
@@ -239,6 +240,22 @@ def test_a_reduction_keyword_is_named(tmp_path):
         grad(fn)
 
 
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_a_key_of_min_or_max_gets_its_own_advice(tmp_path, name):
+    """`max(x, y, key=abs)` was given the advice for `default=`."""
+    fn = function_from_source(tmp_path, f"def f(x, y):\n    return {name}(x, y, key=abs)\n")
+    with pytest.raises(UnsupportedSyntaxError, match=f"`{name}\\(\\)` with `key=`") as caught:
+        grad(fn)
+    message = str(caught.value)
+    assert "default" not in message
+    advice = message.split("e.g. `")[1].split("`")[0]
+    advice = re.sub(r"\bb\b", "y", re.sub(r"\ba\b", "x", advice))
+    written = function_from_source(tmp_path, f"def f(x, y):\n    return {advice}\n")
+    python = function_from_source(tmp_path, f"def f(x, y):\n    return {name}(x, y, key=abs)\n")
+    for point in [(1.0, -2.0), (-3.0, 2.0), (2.0, -2.0), (-2.0, 2.0)]:
+        assert written(*point) == python(*point)  # the advice is what Python computes
+
+
 @pytest.mark.parametrize("use", ["if helper(x) > 1.0:", "if x > 0.0 and helper(x) > 1.0:"])
 def test_a_call_in_a_test_of_a_function_without_source_is_located_at_the_call(tmp_path, use):
     """A call in a branch test was looked up before the error could be placed: the message
@@ -261,3 +278,13 @@ def f(x):
         grad(module.f)
     column = 4 + use.index("helper") + 1  # 1-based, after the body's indent
     assert str(caught.value).startswith(f"{module.__file__}:8:{column}: cannot read")
+
+
+def test_lambdas_sharing_a_line_are_refused_with_a_location(tmp_path):
+    """The message had the file and line in its prose, not as FILE:LINE:COL:."""
+    module = module_from_source(tmp_path, "sq, cube = lambda x: x * x, lambda x: x ** 3\n")
+    with pytest.raises(UnsupportedSyntaxError) as caught:
+        grad(module.sq)
+    message = str(caught.value)
+    assert message.startswith(f"{module.__file__}:1:1: cannot find the definition of <lambda>")
+    assert message.splitlines()[1].strip() == "sq, cube = lambda x: x * x, lambda x: x ** 3"

@@ -637,7 +637,7 @@ def test_a_function_calling_a_reverse_gradient_with_loops_is_differentiated(tmp_
     ("caller", "message"),
     [
         ("calls_a_tuple_gradient", r"grad\(h\) returns a tuple of partials"),
-        ("calls_a_hessian", r"adcompile.hessian returns calls generated code"),
+        ("calls_a_hessian", r"adcompile.hessian\(\) made calls generated code"),
     ],
 )
 def test_a_call_of_a_transform_that_cannot_be_read_again_is_refused_at_the_call(

@@ -30,7 +30,9 @@ from adcompile.reference import (
     assert_grad_matches_mp,
     compare_with_mp,
     mp_function,
+    one_sided_partials,
     reference_gradient_mp,
+    reference_hessian_mp,
 )
 from adcompile.report import CheckReport
 from tests.corpus.control_flow import even_power, odd_power, power_recursive
@@ -651,3 +653,30 @@ def test_one_point_given_as_points_is_refused_with_the_fix() -> None:
     for check in (assert_grad_matches_sympy, assert_grad_matches_mp):
         with pytest.raises(TypeError, match=r"pass points=\[\{'x': 1\.0\}\]"):
             check(square, points={"x": 1.0})
+
+
+def _weighted_square_sum(x: float, y: float) -> float:
+    s = 0.0
+    for t in (1.0, 2.0):
+        s = s + t * x * x * y
+    return s
+
+
+@pytest.mark.parametrize("x", [1e-30, 0.7, 1e40, 1e50, 1e150])
+def test_the_reference_holds_at_large_points(x: float) -> None:
+    """mpmath.diff's absolute step vanished beside x: from about 1e45, x + h == x in its
+    working precision, and the reference derivative was 0.0 (a false MISMATCH in check)."""
+    import sympy as sp
+
+    sx, sy = sp.symbols("x y")
+    expr = 3 * sx**2 * sy  # the loop's sum
+    at = {sx: sp.Float(x, 60), sy: 2}
+    expected = {name: float(sp.diff(expr, s).subs(at)) for name, s in (("x", sx), ("y", sy))}
+    got = reference_gradient_mp(_weighted_square_sum, {"x": x, "y": 2.0}, ["x", "y"])
+    assert got == pytest.approx(expected, rel=1e-14)
+    hessian = reference_hessian_mp(_weighted_square_sum, {"x": x, "y": 2.0}, ["x", "y"])
+    mixed = float(sp.diff(expr, sx, sy).subs(at))
+    assert hessian[0][1] == pytest.approx(mixed, rel=1e-14)
+    assert one_sided_partials(_weighted_square_sum, {"x": x, "y": 2.0}, "x") == pytest.approx(
+        (expected["x"], expected["x"]), rel=1e-14
+    )
