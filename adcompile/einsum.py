@@ -63,6 +63,11 @@ def parse_subscripts(text: str, operands: int) -> Subscripts:
             raise EinsumError(f"the output label {label!r} of {text!r} is in no operand")
         if output.count(label) > 1:
             raise EinsumError(f"the output of {text!r} has the label {label!r} twice")
+    if ELLIPSIS in letters and ELLIPSIS not in output:  # NumPy refuses it once '...' is an axis
+        raise EinsumError(
+            f"the output of {text!r} leaves out the '...' of its operands, which NumPy does "
+            "not sum: write '...' in the output and sum the result"
+        )
     return Subscripts(inputs, output)
 
 

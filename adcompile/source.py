@@ -450,7 +450,9 @@ def static_namespace(
                 if isinstance(target, ast.Name):
                     computed = ComputedGlobal(ast.unparse(stmt))
                     names[target.id] = computed if value is None else value
-                else:  # `a, b = ...`, `obj.x = ...`: what it binds is known by running it
+                elif _literal_unpacking(target, value):  # `I, J = 2.0, 3.0`
+                    names.update(zip((t.id for t in target.elts), value, strict=True))
+                else:  # `a, b = f()`, `obj.x = ...`: what it binds is known by running it
                     _mark_computed(target, stmt, names)
         elif not isinstance(stmt, ast.FunctionDef):  # `K += 1.0`, `if ...: K = 7.0`, ...
             _mark_computed(stmt, stmt, names)
@@ -459,6 +461,16 @@ def static_namespace(
             computed = ComputedGlobal(f"global {', '.join(node.names)}", "in a function")
             names.update(dict.fromkeys(node.names, computed))
     return names
+
+
+def _literal_unpacking(target: ast.expr, value: object) -> bool:
+    """Whether ``target = value`` unpacks a literal tuple into as many plain names."""
+    return (
+        isinstance(target, ast.Tuple | ast.List)
+        and isinstance(value, tuple)
+        and len(value) == len(target.elts)
+        and all(isinstance(t, ast.Name) for t in target.elts)
+    )
 
 
 # Nodes that bind (or unbind) the identifier in their `name` field, not through a Name.

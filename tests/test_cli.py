@@ -920,3 +920,21 @@ def test_check_takes_several_points_and_explain_one(capsys):
             )
         assert caught.value.code == 2
         assert "--at is given more than once" in capsys.readouterr().err
+
+
+def test_a_file_s_literal_tuple_unpacking_binds_constants(capsys, tmp_path):
+    """`I, J = 2.0, 3.0` at module level was unknown to PATH.py mode (shown as `I, J =
+    (2.0, 3.0)`); a literal unpacking binds each name as Python does."""
+    source = (
+        "I, J = 2.0, 3.0\n[A, B] = (1.5, -2)\n\n\ndef f(x):\n    return x * I * J + A * x * x + B\n"
+    )
+    target = tmp_path / "unpacked_constants.py"
+    target.write_text(source)
+    module = module_from_source(tmp_path, source)
+    assert main(["dump", f"{target}:f"]) == 0
+    dumped: dict = {}
+    exec(capsys.readouterr().out, dumped)
+    assert dumped["f_grad"](0.7) == pytest.approx(_numeric_derivative(module.f, 0.7), rel=1e-8)
+    target.write_text("I, (J, K) = 2.0, (3.0, 4.0)\n\n\ndef f(x):\n    return x * J\n")
+    assert main(["dump", f"{target}:f"]) == 1  # nested: known only by running it
+    assert "`J` comes from" in capsys.readouterr().err

@@ -63,6 +63,8 @@ def test_implicit_output_is_numpys(spec: str) -> None:
         ("i->i->i", 1),
         ("ij,jk->ik", 1),  # two terms, one operand
         ("i", 2),
+        ("...->", 1),  # the operands' '...' left out of the output
+        ("...i->i", 1),
     ],
 )
 def test_refused_where_numpy_refuses(spec: str, count: int) -> None:
