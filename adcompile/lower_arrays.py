@@ -388,12 +388,16 @@ class ArrayLowering:
         return True
 
     def _is_output_check(self, expr: ast.expr) -> bool:
-        """``check_scalar(f)``: a generated gradient's check that its function returned a scalar."""
+        """``check_scalar(f)``, ``check_rule_adjoint(a, x, rule)``: a generated gradient's
+        checks (a scalar output, a user rule's adjoint of its argument's shape)."""
         if not (self.array_mode and isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name)):
             return False
         if expr.func.id in self.locals:
             return False
-        return helper_name(self._resolve_global(expr.func)) == "check_scalar"
+        return helper_name(self._resolve_global(expr.func)) in (
+            "check_scalar",
+            "check_rule_adjoint",
+        )
 
     # ----- rules -------------------------------------------------------------------------
     def _array_rule(self, node: ast.Call, callee: object, n_args: int) -> Rule | None:

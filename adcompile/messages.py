@@ -427,6 +427,8 @@ def no_rule(name: str, value: object) -> str:
             if name in SEQUENCE_BUILTINS
             else "use a supported math function"
         )
+        if name in SEQUENCE_BUILTINS:  # a rule would get the sequence, which has none
+            return f"`{name}` is a builtin with no derivative rule here; {hint}"
         return (
             f"`{name}` is a builtin with no derivative rule here; {hint} "
             f"(or register one with @adcompile.derivative({name}))"

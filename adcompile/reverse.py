@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .array_adjoints import KnownShapes, array_partial, helpers_in, scalar_output_check
-from .astutil import LOAD, STORE, clone, loads_in, names_in, substitute
+from .astutil import LOAD, STORE, call, clone, loads_in, names_in, substitute
 from .ir import (
     ARG_PLACEHOLDER,
     Apply,
@@ -34,6 +34,7 @@ from .ir import (
 from .names import ADJOINT_PREFIXES, NameTable
 from .overlay import SetOverlay
 from .rules import Rule
+from .rules.registry import is_users_rule
 from .shapes import shape_facts
 from .statics import drop_default_keywords, fold_static_tests
 from .unbound import unbound_message
@@ -459,8 +460,22 @@ class AdjointSweep:
                 value = drop_default_keywords(fold_static_tests(value), defaults)
             if self.shapes is not None:
                 value = self.shapes.refine(value, stmt)
+            if self.fn.array_mode and is_users_rule(stmt.rule):
+                value = self._checked_rule_adjoint(value, var, stmt, out)
             out += self._contribute(var, value, stmt.line, defined)
         return out
+
+    def _checked_rule_adjoint(
+        self, value: ast.expr, var: str, stmt: Apply, out: list[ast.stmt]
+    ) -> ast.expr:
+        """A user rule's adjoint for ``var``, named, after a check that it has ``var``'s
+        shape: the final ``unbroadcast`` would stretch a scalar over ``var`` silently."""
+        part = self.names.fresh(f"{self.prefix}{var}_part")
+        out.append(assign(part, value, stmt.line, ADJOINT))
+        rule = ast.Constant(value=stmt.rule.name)
+        check = call(self.fn.helper("check_rule_adjoint"), _name(part), _name(var), rule)
+        out.append(tag(ast.Expr(value=check), stmt.line, ADJOINT))
+        return _name(part)
 
     def _variadic(
         self, stmt: Apply, g: str, incoming: ast.expr | None, defined: set[str]

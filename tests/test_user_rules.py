@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -494,3 +495,132 @@ def test_a_callable_the_generated_code_cannot_name_is_refused_at_compile_time(
     assert message.startswith(f"{module.__file__}:")
     assert f"`{callee}` is " in message and what in message
     assert "cannot call it" in message
+
+
+RULE_MISTAKES = """
+import math as m
+
+import numpy as np
+
+
+def w(g, y):
+    return g * y
+
+
+def product(a, b):
+    return a * b
+
+
+def grows(x):
+    return m.exp(x)
+
+
+def rule_for_w(g, y, result, g2):
+    return y, g
+
+
+def list_rule(a, b, result, g):
+    return [g * b, g * a]
+
+
+def three_adjoints(a, b, result, g):
+    return g * b, g * a, g
+
+
+def keyword_only(a, b, *, result, g):
+    return g * b, g * a
+
+
+def aliased_math(x, result, g):
+    return g * m.exp(x)
+
+
+def calls_product(a, b):
+    return product(a, b) * a
+"""
+
+
+@pytest.fixture
+def mistakes(tmp_path):
+    return module_from_source(tmp_path, RULE_MISTAKES)
+
+
+@pytest.mark.parametrize(
+    ("primal", "template", "advice"),
+    [
+        # it said the rule must take (g, y, result, g): a duplicate, no rule could be written
+        ("w", "rule_for_w", "has a parameter named g, the name a rule gives"),
+        # it said the rule returned 1 adjoint
+        ("product", "three_adjoints", "return one per argument, in order (None for one"),
+        # it said the rule read g, as if a name from elsewhere
+        ("product", "keyword_only", "takes `result` and `g` by keyword only"),
+        # it said the rule read m
+        ("grows", "aliased_math", "reads the module `m` (math) under its own name"),
+    ],
+)
+def test_a_rule_written_wrongly_is_told_what_to_write(mistakes, primal, template, advice):
+    with rule_scope(), pytest.raises(RuleError, match=re.escape(advice)):
+        derivative(getattr(mistakes, primal))(getattr(mistakes, template))
+
+
+def test_a_rule_may_return_its_adjoints_as_a_list(mistakes):
+    """`return [g * b, g * a]` was counted as one adjoint and refused."""
+    with rule_scope():
+        derivative(mistakes.product)(mistakes.list_rule)
+        assert_grad_matches_sympy(mistakes.calls_product, points=[(0.5, -1.5), (2.0, 3.0)])
+
+
+SCALE_SOURCE = """
+import numpy as np
+
+
+def scale(x):
+    return x * 2.0
+
+
+def total(x):
+    return np.sum(scale(x))
+
+
+def squares(x):
+    return np.sum(scale(x) ** 2)
+"""
+
+
+@pytest.mark.parametrize("shape_of", ["a scalar", "a slice"])
+@pytest.mark.parametrize("name", ["total", "squares"])
+def test_a_rule_adjoint_of_the_wrong_shape_is_refused_when_it_runs(tmp_path, shape_of, name):
+    """A rule returning np.sum(g) * 2.0 for a (3,) argument was stretched by unbroadcast:
+    total's gradient came out [6, 6, 6] where the rule's author meant [2, 2, 2]."""
+    import numpy as np
+
+    module = module_from_source(tmp_path, SCALE_SOURCE)
+    x = np.array([1.0, 2.0, 3.0])
+    with rule_scope():
+        if shape_of == "a scalar":
+
+            @derivative(module.scale)
+            def wrong(x, result, g):
+                return np.sum(g) * 2.0
+
+        else:
+
+            @derivative(module.scale)
+            def wrong(x, result, g):
+                return g[:2] * 2.0
+
+        gradient = grad(getattr(module, name))
+        got = "(2,)" if shape_of == "a slice" else "()"
+        message = f"the rule for {module.__name__}.scale returned an adjoint of shape {got}"
+        with pytest.raises(ValueError, match=re.escape(message)):
+            gradient(x)
+        assert x.tolist() == [1.0, 2.0, 3.0]
+
+        @derivative(module.scale)
+        def right(x, result, g):
+            return g * 2.0
+
+        expected = {"total": 2.0 * np.ones(3), "squares": 8.0 * x}[
+            name
+        ]  # d/dx of sum(2x), sum(4x^2)
+        np.testing.assert_array_equal(grad(getattr(module, name))(x), expected)

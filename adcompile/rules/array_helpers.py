@@ -494,6 +494,21 @@ def check_scalar(value):
         )
 
 
+def check_rule_adjoint(adjoint, x, rule):
+    """Raise unless the adjoint a user's rule returned has the shape of its argument ``x``
+    (as JAX's custom_vjp asks): ``unbroadcast`` would otherwise stretch a wrong one."""
+    if np.shape(adjoint) != np.shape(x):
+        raise ValueError(
+            "the rule for "
+            + rule
+            + " returned an adjoint of shape "
+            + str(np.shape(adjoint))
+            + " for an argument of shape "
+            + str(np.shape(x))
+            + "; return one of the argument's shape"
+        )
+
+
 def forward_jacobian(jvp, args, wrt):
     """``(value, partials)`` by forward mode: one ``jvp`` call per element of each argument.
 
@@ -678,6 +693,7 @@ HELPERS = {
     "_merged": _merged,
     "_add_parts": _add_parts,
     "check_scalar": check_scalar,
+    "check_rule_adjoint": check_rule_adjoint,
     "forward_jacobian": forward_jacobian,
     "_basis": _basis,
     "_zeros_like": _zeros_like,
@@ -757,6 +773,7 @@ HELPER_DEPENDENCIES = {
     "_merged": (),
     "_add_parts": (),
     "check_scalar": (),
+    "check_rule_adjoint": (),
     "forward_jacobian": ("_basis", "_zeros_like", "_stacked"),
     "_basis": ("_leaves", "_rebuilt", "_zero", "_unit"),
     "_zeros_like": ("_leaves", "_rebuilt", "_zero"),

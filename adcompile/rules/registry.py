@@ -59,6 +59,12 @@ class Rule:
         return frozenset(i for i, expr in enumerate(self.parsed[1]) if expr is None)
 
 
+def is_users_rule(rule: Rule) -> bool:
+    """Whether ``rule`` is one a user registered (``adcompile.derivative``), not built in."""
+    module = getattr(rule.template, "__module__", None) or ""
+    return module.partition(".")[0] != "adcompile"
+
+
 def template_def(template: Callable[..., object]) -> ast.FunctionDef:
     """The template's ``def``, parsed from its file."""
     node, _ = function_node(template)
@@ -86,10 +92,13 @@ def parse_template(
                 f"rule {template.__name__}: only `name = expression` lines may precede the return"
             )
     value = body[-1].value
-    exprs = value.elts if isinstance(value, ast.Tuple) else [value]
+    # `return [g * b, g * a]` too; with one argument a list is that argument's adjoint
+    several = ast.Tuple | ast.List if arity > 1 else ast.Tuple
+    exprs = value.elts if isinstance(value, several) else [value]
     if len(exprs) != arity:
         raise RuleError(
-            f"rule {template.__name__} returns {len(exprs)} adjoint(s) for {arity} argument(s)"
+            f"rule {template.__name__} returns {len(exprs)} adjoint(s) for {arity} argument(s); "
+            "return one per argument, in order (None for one with no derivative)"
         )
     adjoints = [None if _is_none(e) else e for e in exprs]
     return body[:-1], adjoints

@@ -63,7 +63,21 @@ def check_template(fn: Callable[..., Any], template: Callable[..., Any]) -> None
     """Reject a template whose parameters do not match ``fn`` or that reads other names."""
     name = display_name(fn)
     expected = _primal_params(fn)
-    got = list(inspect.signature(template).parameters)
+    clash = sorted({"result", "g"} & set(expected or ()))
+    if clash:
+        raise RuleError(
+            f"{name} has a parameter named {' and '.join(clash)}, the name a rule gives the "
+            "primal result or the incoming adjoint (a rule takes the parameters of "
+            f"{name}, then `result`, then `g`): rename the parameter of {name}"
+        )
+    parameters = inspect.signature(template).parameters.values()
+    got = [p.name for p in parameters]
+    by_keyword = [p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    if {"result", "g"} & set(by_keyword):
+        raise RuleError(
+            f"the rule for {name} takes `result` and `g` by keyword only; write them as the "
+            "last positional parameters, after the parameters of {name}".replace("{name}", name)
+        )
     if expected is not None and got != [*expected, "result", "g"]:
         wanted = ", ".join([*expected, "result", "g"])
         raise RuleError(
@@ -71,6 +85,18 @@ def check_template(fn: Callable[..., Any], template: Callable[..., Any]) -> None
             f"primal result, then the incoming adjoint; it takes ({', '.join(got)})"
         )
     free = _free_names(template)
+    modules = {
+        n: v.__name__
+        for n in free
+        if isinstance(v := template.__globals__.get(n), types.ModuleType)
+    }
+    if modules:
+        shown = ", ".join(f"`{n}` ({m})" for n, m in sorted(modules.items()))
+        raise RuleError(
+            f"the rule for {name} reads the module {shown} under its own name; a rule is "
+            "inlined into generated code, which names them `math` and `np`: write "
+            "`math.exp(x)`, `np.exp(x)`"
+        )
     if free:
         raise RuleError(
             f"the rule for {name} reads {', '.join(sorted(free))}; a rule is inlined into "
