@@ -139,6 +139,7 @@ class Desugar:
         anchor = body[0]
         rewritten = [_flag(context.returned, False, anchor), *self._block(body, context)]
         ret = ast.Return(value=_name(context.result))
+        ret.adcompile_gathered = True  # returns what the early returns stored: no line's own
         return [*rewritten, _located(ret, last)]
 
     def _block(self, stmts: list[ast.stmt], context: _Context) -> list[ast.stmt]:

@@ -365,7 +365,6 @@ class _Interpreter:
         self.runs: dict[int, int] = {}
         self.quiet = 0  # inside a user rule's forward body: values only, no steps
         self.flag_tests: set[str] = set()  # tests that read only jump flags: not shown
-        self.has_else = _if_has_else(fs.node)
         self.strip = re.compile(rf"\b(?:{re.escape(core.math_alias)}|math)\.")
 
     # ----- names -----------------------------------------------------------------------
@@ -581,7 +580,7 @@ class _Interpreter:
         test = self.text(self.labels[stmt.cond])
         which = "if" if taken else "else"
         formula = f"runs the {which} branch ({test} is {taken})"
-        if not taken and self.has_else.get(stmt.line) is False:
+        if not taken and stmt.has_else is False:
             formula = f"skips the if branch ({test} is False)"
         self._record("branch", stmt, which, formula, "", taken)
         self.block(stmt.body if taken else stmt.orelse)
@@ -682,7 +681,7 @@ class _Interpreter:
                 )
             )
         elif event.kind == "branch":
-            if not event.taken and self.has_else.get(stmt.line) is False:
+            if not event.taken and stmt.has_else is False:
                 return  # an `if` skipped, with no `else`: nothing to go back through
             line, where = _line_parts(stmt.line)
             which = "if" if event.taken else "else"
@@ -1009,20 +1008,6 @@ class _Row:
     numbers: str
     value: str
     note: str = ""
-
-
-def _if_has_else(function: ast.AST) -> dict[int, bool]:
-    """Whether the `if` statement on each line has an `else` (or `elif`); lines with a
-    conditional expression too, or two `if`s, are left out: a branch there is ambiguous."""
-    found: dict[int, list[ast.AST]] = {}
-    for node in ast.walk(function):
-        if isinstance(node, ast.If | ast.IfExp):
-            found.setdefault(node.lineno, []).append(node)
-    return {
-        line: bool(nodes[0].orelse)
-        for line, nodes in found.items()
-        if len(nodes) == 1 and isinstance(nodes[0], ast.If)
-    }
 
 
 def _hidden_loop(step: Step) -> LoopPosition | None:

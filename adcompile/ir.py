@@ -156,6 +156,9 @@ class If:
     body: list[Stmt]
     orelse: list[Stmt]
     line: Line
+    # For the user's own `if` statement: whether it has an `else` (or `elif`); `explain`
+    # says "skips the if branch" where it has none. None for conditional expressions.
+    has_else: bool | None = None
 
 
 @dataclass

@@ -298,6 +298,9 @@ class Lowerer(ArrayLowering):
             self.inlined = parent.inlined
             self.ruled_bodies = parent.ruled_bodies
         self.uses_math = False
+        # Where the statements copying a function's gathered result (after early returns)
+        # begin in the block: they belong to the call's line (``_inline``).
+        self.gathered_from: int | None = None
         # Set by lower_function for jacobians and jvp/vjp: a final ``return a, b`` is allowed.
         self.tuple_output = False
         self.outputs: list[str] | None = None
@@ -548,7 +551,7 @@ class Lowerer(ArrayLowering):
         orelse = self._sub_block(lambda: self._statements(stmt.orelse))
         after_orelse = self.env
         self.env = self._merge(after_body, after_orelse, body, orelse, stmt.lineno)
-        self.block.append(If(cond, body, orelse, stmt.lineno))
+        self.block.append(If(cond, body, orelse, stmt.lineno, has_else=bool(stmt.orelse)))
 
     def _statements(self, stmts: list[ast.stmt]) -> None:
         for stmt in stmts:
@@ -811,8 +814,13 @@ class Lowerer(ArrayLowering):
         if isinstance(stmt.value, _TUPLE_LIST):
             self._return_tuple(stmt, output)
             return
+        start, line = len(self.block), stmt.lineno
         self._lower_into(stmt.value, output)
-        self.block.append(Return(Var(output), stmt.lineno))
+        if getattr(stmt, "adcompile_gathered", False):  # what the early returns stored:
+            line = self.fs.node.lineno  # the function's, not the last line's (it may not run)
+            for copied in self.block[start:]:
+                copied.line = line
+        self.block.append(Return(Var(output), line))
 
     def _return_tuple(self, stmt: ast.Return, output: str) -> None:
         """``return a, b``: each element into its own output name (jacobians, jvp, vjp)."""
@@ -1163,6 +1171,9 @@ class Lowerer(ArrayLowering):
         finally:
             self.names.scope = outer_scope
         relabel(self.block[start:], fs)
+        if callee.gathered_from is not None:  # `b = result` after early returns: the call's
+            for stmt in self.block[callee.gathered_from :]:
+                stmt.line = node.lineno
         self.uses_math |= callee.uses_math
 
     def _argument_atom(self, binding: Binding, node: ast.Call) -> Atom:
@@ -1195,7 +1206,10 @@ class Lowerer(ArrayLowering):
         if not isinstance(last, ast.Return):
             self._statement(last)  # a `try` or `with` that holds the return says what it is
             raise self._error(UnsupportedSyntaxError, last, messages.MISSING_RETURN)
+        start = len(self.block)
         self._lower_into(last.value, target)
+        if getattr(last, "adcompile_gathered", False):
+            self.gathered_from = start
 
     def _stmt_FunctionDef(self, stmt: ast.FunctionDef) -> None:
         if stmt.decorator_list:

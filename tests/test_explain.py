@@ -173,6 +173,46 @@ def test_an_if_without_else_is_skipped_not_said_to_run_an_else():
     assert "back through the else branch" in str(other)
 
 
+def halve_or_square(u):
+    if u > 1.0:
+        return u * 2.0
+    return u * u
+
+
+def calls_an_early_return(x):
+    b = halve_or_square(x)
+    return b * 3.0
+
+
+def returns_from_a_loop(x, y):
+    for _ in range(3):
+        if x > 2.0:
+            return x * y
+        x = x + y
+    return -x
+
+
+def test_a_gathered_result_is_shown_at_the_call_not_at_a_line_that_never_ran():
+    """After an early return, `b = result` was labelled with the callee's last line (`return
+    u * u`, not run), and the callee's `if` without `else` was said to run its else."""
+    first = calls_an_early_return.__code__.co_firstlineno
+    callee = halve_or_square.__code__.co_firstlineno
+    for x, skipped in ((2.0, False), (0.5, True)):
+        explanation = explain(calls_an_early_return, x)
+        copies = [s for s in explanation.steps if s.target == "b" and s.sweep == "forward"]
+        assert [(s.line, s.where) for s in copies] == [(first + 1, None)]
+        text = str(explanation)
+        assert ("skips the if branch (halve_or_square.u > 1.0 is False)" in text) is skipped
+        assert "else branch" not in text  # the `if` has no `else`
+        expected = 6.0 if x > 1.0 else 6.0 * x  # d(3 * 2x)/dx, d(3 * x * x)/dx
+        assert explanation.gradient == pytest.approx({"x": expected})
+    assert callee + 3 not in [s.line for s in explain(calls_an_early_return, 2.0).steps]
+    looped = explain(returns_from_a_loop, 0.5, 0.9)  # returns in the loop's second pass
+    last_line = returns_from_a_loop.__code__.co_firstlineno + 5  # `return -x`: not run
+    assert last_line not in [s.line for s in looped.steps]
+    assert looped.gradient == pytest.approx({"x": 0.9, "y": 0.5 + 2 * 0.9 + 2 * 0.9})
+
+
 def decay(x, a):
     for _ in range(100):
         x = x - 0.1 * math.sin(x) * a
