@@ -272,14 +272,13 @@ def function_node(fn: types.FunctionType) -> tuple[FunctionNode, list[str]]:
     linecache.checkcache(filename)  # a file edited since it was read (as inspect does)
     lines = linecache.getlines(filename, fn.__globals__)
     if not lines:
-        raise AdcompileError(
-            f"cannot read the source of {fn.__qualname__}: {filename} is not available "
-            "(functions typed into the interactive prompt or made by exec have no source "
-            "file; put them in a file)"
-        )
+        raise _no_source_file(fn, filename)
     node = _parse_own_lines(lines, code)
     if node is None:
         node = _find_node(_parse_file(filename, "".join(lines)), code)
+    if node is None and filename.startswith("<") and filename.endswith(">"):
+        # `<string>` lines cached for other code (Python 3.13 keeps exec'd text): not its own
+        raise _no_source_file(fn, filename)
     if node is None:
         line = code.co_firstlineno
         text = lines[line - 1] if 0 < line <= len(lines) else ""
@@ -291,6 +290,15 @@ def function_node(fn: types.FunctionType) -> tuple[FunctionNode, list[str]]:
             Location(filename, line, column, text),
         )
     return node, lines
+
+
+def _no_source_file(fn: types.FunctionType, filename: str) -> AdcompileError:
+    """The function has no file to read: the caller places the error at the call."""
+    return AdcompileError(
+        f"cannot read the source of {fn.__qualname__}: {filename} is not available "
+        "(functions typed into the interactive prompt or made by exec have no source "
+        "file; put them in a file)"
+    )
 
 
 def load_function(fn: object) -> FunctionSource:

@@ -288,3 +288,19 @@ def test_lambdas_sharing_a_line_are_refused_with_a_location(tmp_path):
     message = str(caught.value)
     assert message.startswith(f"{module.__file__}:1:1: cannot find the definition of <lambda>")
     assert message.splitlines()[1].strip() == "sq, cube = lambda x: x * x, lambda x: x ** 3"
+
+
+def test_a_function_made_by_exec_is_said_to_have_no_source_when_linecache_holds_other_code(
+    monkeypatch,
+):
+    """Python 3.13 (under pytest-xdist) caches text for `<string>`: other code's. The
+    function was then 'not found' at `<string>:1:1` instead of having no source."""
+    import linecache
+
+    namespace: dict = {}
+    exec("def helper(x):\n    return x * x\n", namespace)
+    other = "import sys;exec(eval(sys.stdin.readline()))\n"
+    monkeypatch.setitem(linecache.cache, "<string>", (len(other), None, [other], "<string>"))
+    with pytest.raises(AdcompileError, match="made by exec") as caught:
+        grad(namespace["helper"])
+    assert "<string>:1:1" not in str(caught.value)
