@@ -398,12 +398,26 @@ def _check_perturbable(name: str, value: object) -> None:
 def _partial(
     shimmed: types.FunctionType, args: dict[str, object], name: str
 ) -> Callable[[Any], Any]:
-    """The shimmed primal as a function of the parameter ``name`` alone."""
+    """The shimmed primal as a function of the parameter ``name`` alone.
+
+    The other float parameters become mpmath numbers too: held as floats, a path that picks
+    one (``max(y, x)`` on a side of a tie) computes in float, and its rounding divided by
+    mpmath's tiny step gave derivatives of 1e28. Where mpmath numbers cannot go (``//``),
+    the floats stay as they were."""
     names = list(args)
     index = names.index(name)
     values = list(args.values())
+    exact = [mpmath.mpf(v) if type(v) is float else v for v in values]
+    converted = any(type(v) is float for i, v in enumerate(values) if i != index)
 
     def along(t: Any) -> Any:
+        call = exact.copy()
+        call[index] = t
+        try:
+            return shimmed(*call)
+        except TypeError:
+            if not converted:
+                raise
         call = values.copy()
         call[index] = t
         return shimmed(*call)
@@ -465,10 +479,11 @@ def reference_gradient_mp(
     """The partials of ``fn`` at ``point`` with respect to the names in ``wrt``, via mpmath.
 
     Each partial is ``mpmath.diff`` of the mpmath version of ``fn`` (``mp_function``) along one
-    parameter, the others held at their (unconverted) values: ints stay ints, tuples stay
-    tuples. ``mpmath.diff`` evaluates at about ``2 * (dps + 6)`` digits with a step of about
-    ``10 ** -(dps + 3)``, so points need only be farther than that from a kink (beyond 1 in
-    size, with as many more digits as the point has before its point, and a smaller step).
+    parameter, the others held at their values: ints stay ints, tuples stay tuples, floats
+    become mpmath numbers (see ``_partial``). ``mpmath.diff`` evaluates at about
+    ``2 * (dps + 6)`` digits with a step of about ``10 ** -(dps + 3)``, so points need only
+    be farther than that from a kink (beyond 1 in size, with as many more digits as the
+    point has before its point, and a smaller step).
     """
     args = complete_point(fn, point)
     return _shimmed_gradient(mp_function(fn), args, list(wrt), dps)

@@ -153,8 +153,10 @@ PLAIN_FLOAT = float  # a type, not a function: the shim leaves it alone
 
 
 def checks_argument_types(x: float, n: int, w: tuple[float, ...], flag: bool, c: float) -> float:
-    """Fails unless non-differentiated arguments arrive unconverted."""
-    assert type(n) is int and type(w) is tuple and flag is True and type(c) is PLAIN_FLOAT
+    """Fails unless non-differentiated ints, tuples and bools arrive unconverted, and a
+    float as an mpmath number (a fixed float would round where the function picks it)."""
+    assert type(n) is int and type(w) is tuple and flag is True
+    assert type(c) is not PLAIN_FLOAT and isinstance(c, float)  # the shim's isinstance
     return x * sum(w) * n * c
 
 
@@ -329,7 +331,7 @@ def test_isinstance_float_sees_mpmath_numbers_as_floats() -> None:
     assert reference_gradient_mp(branches_on_isinstance, {"x": 0.5, "n": 2}, ["x"]) == {"x": 2.0}
 
 
-def test_non_wrt_arguments_pass_through_unconverted() -> None:
+def test_non_wrt_arguments_pass_through_unconverted_but_floats() -> None:
     point = {"x": 0.5, "n": 3, "w": (1.0, 2.0), "flag": True, "c": 0.25}
     got = reference_gradient_mp(checks_argument_types, point, ["x"])
     assert close(got["x"], 3.0 * 3 * 0.25)
@@ -679,4 +681,34 @@ def test_the_reference_holds_at_large_points(x: float) -> None:
     assert hessian[0][1] == pytest.approx(mixed, rel=1e-14)
     assert one_sided_partials(_weighted_square_sum, {"x": x, "y": 2.0}, "x") == pytest.approx(
         (expected["x"], expected["x"]), rel=1e-14
+    )
+
+
+def _summed_max(x: float, y: float) -> float:
+    s = 0.0
+    for _ in range(3):
+        s = s + max(y, x)
+    return s
+
+
+def _floored(x: float, y: float) -> float:
+    return x * (y // 1.0)
+
+
+def test_a_float_parameter_held_fixed_computes_in_mpmath_too() -> None:
+    """At a tie, `max(y, x)` picks the float y on one side of the step: the sum then ran in
+    float, and its rounding over mpmath's tiny step gave -1.98e28 (a false MISMATCH in
+    check). SymPy's derivative of 3 max(x, y) at the tie is 3 Heaviside(0) = 1.5."""
+    import sympy as sp
+
+    sx, sy = sp.symbols("x y", real=True)
+    expr = 3 * sp.Max(sx, sy)
+    at = {sx: sp.Rational(13, 10), sy: sp.Rational(13, 10)}
+    expected = {n: float(sp.diff(expr, s).subs(at)) for n, s in (("x", sx), ("y", sy))}
+    assert reference_gradient_mp(_summed_max, {"x": 1.3, "y": 1.3}, ["x", "y"]) == pytest.approx(
+        expected, rel=1e-12
+    )
+    # `//` takes no mpmath number: the fixed float stays a float there, as before
+    assert reference_gradient_mp(_floored, {"x": 0.7, "y": 2.5}, ["x"]) == pytest.approx(
+        {"x": 2.0}, rel=1e-12
     )
