@@ -298,9 +298,6 @@ class Lowerer(ArrayLowering):
             self.inlined = parent.inlined
             self.ruled_bodies = parent.ruled_bodies
         self.uses_math = False
-        # Where the statements copying a function's gathered result (after early returns)
-        # begin in the block: they belong to the call's line (``_inline``).
-        self.gathered_from: int | None = None
         # Set by lower_function for jacobians and jvp/vjp: a final ``return a, b`` is allowed.
         self.tuple_output = False
         self.outputs: list[str] | None = None
@@ -818,8 +815,7 @@ class Lowerer(ArrayLowering):
         self._lower_into(stmt.value, output)
         if getattr(stmt, "adcompile_gathered", False):  # what the early returns stored:
             line = self.fs.node.lineno  # the function's, not the last line's (it may not run)
-            for copied in self.block[start:]:
-                copied.line = line
+            _move_to_line(self.block[start:], line)
         self.block.append(Return(Var(output), line))
 
     def _return_tuple(self, stmt: ast.Return, output: str) -> None:
@@ -1167,13 +1163,12 @@ class Lowerer(ArrayLowering):
                     self.tree_aliases[name] = self.tree_aliases[atom.name]
             start = len(self.block)
             callee.block = self.block
-            callee.lower_inline(target)
+            gathered = callee.lower_inline(target)
         finally:
             self.names.scope = outer_scope
         relabel(self.block[start:], fs)
-        if callee.gathered_from is not None:  # `b = result` after early returns: the call's
-            for stmt in self.block[callee.gathered_from :]:
-                stmt.line = node.lineno
+        if gathered is not None:  # `b = result` after early returns: the call's line
+            _move_to_line(self.block[gathered:], node.lineno)
         self.uses_math |= callee.uses_math
 
     def _argument_atom(self, binding: Binding, node: ast.Call) -> Atom:
@@ -1187,8 +1182,11 @@ class Lowerer(ArrayLowering):
         message = messages.default_not_number(binding.param, binding.default)
         raise self._error(UnsupportedSyntaxError, node, message)
 
-    def lower_inline(self, target: str) -> None:
-        """Lower this (callee) function's body, its return value going to ``target``."""
+    def lower_inline(self, target: str) -> int | None:
+        """Lower this (callee) function's body, its return value going to ``target``.
+
+        Returns where the statements copying a result gathered after early returns begin in
+        the block (they belong to the call's line), or None."""
         body = self._function_body(self.fs.node)
         self.locals = set(self.fs.param_names()) | assigned_names(body)
         self._check_returns(body)
@@ -1208,8 +1206,7 @@ class Lowerer(ArrayLowering):
             raise self._error(UnsupportedSyntaxError, last, messages.MISSING_RETURN)
         start = len(self.block)
         self._lower_into(last.value, target)
-        if getattr(last, "adcompile_gathered", False):
-            self.gathered_from = start
+        return start if getattr(last, "adcompile_gathered", False) else None
 
     def _stmt_FunctionDef(self, stmt: ast.FunctionDef) -> None:
         if stmt.decorator_list:
@@ -1751,6 +1748,12 @@ def _same_constant(known: object, value: object) -> bool:
         and type(known) is type(value)
         and repr(known) == repr(value)
     )
+
+
+def _move_to_line(statements: list[Stmt], line: int) -> None:
+    """Give ``statements`` the source line ``line`` (for comments and ``explain``)."""
+    for stmt in statements:
+        stmt.line = line
 
 
 def _user_function_source(callee: object) -> FunctionSource | None:

@@ -410,7 +410,8 @@ class ArrayLowering:
             rule = lookup_rule(self.rules, callee, arity, arrays=True)
             if rule is None:
                 continue
-            if n_args - arity <= _positional_room(callee, rule):
+            extra = n_args - arity  # NumPy's signature is read only past the rule's statics
+            if extra <= len(rule.statics) or extra <= _positional_room(callee, rule):
                 return rule
         return None
 
