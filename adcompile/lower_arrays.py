@@ -32,7 +32,6 @@ from .einsum import (
 from .errors import AdcompileError, NoDerivativeError, UnsupportedSyntaxError
 from .ir import ARG_PLACEHOLDER, Apply, Copy, Opaque, Var, helper_alias
 from .rules import Rule
-from .rules.arrays import clip_above, clip_below
 from .rules.registry import REQUIRED, array_rules, lookup_rule
 from .source import FunctionSource, StaticFunction, UnreadDefault, load_function
 
@@ -559,6 +558,8 @@ class ArrayLowering:
         if len(bounds) == 2:
             primal = self.numpy.clip
         else:
+            from .rules.arrays import clip_above, clip_below  # imports NumPy: not at start-up
+
             primal = clip_below if bounds[0] is operands[1] else clip_above
         rule = self._array_rule(node, primal, 1 + len(bounds))
         present = [operands[0], *bounds]

@@ -227,6 +227,23 @@ def test_import_and_grad_do_not_import_sympy(tmp_path):
     assert run.stdout.strip() == "(5.0, 5.0, 1.0)"
 
 
+def test_scalar_code_runs_without_numpy_installed(tmp_path):
+    """NumPy is not a runtime dependency: `pip install -e . && python examples/seed.py` (the
+    README's first command) failed on a fresh machine once a module imported NumPy's rules
+    at start-up. The check, explain and dump commands' scalar paths need none either."""
+    path = tmp_path / "nonumpy.py"
+    path.write_text(
+        "import sys\nsys.modules['numpy'] = None  # as if not installed: importing it fails\n"
+        + SEED
+        + "\nfrom adcompile import grad, explain\nfrom adcompile.cli import main\n"
+        "print(grad(f)(4.0, -3.0, 5.0))\nprint(explain(f, 4.0, -3.0, 5.0).gradient)\n"
+        f"assert main(['dump', {str(path)!r} + ':f']) == 0\n"
+    )
+    run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[:2] == ["(5.0, 5.0, 1.0)", "{'x': 5.0, 'y': 5.0, 'z': 1.0}"]
+
+
 def test_a_file_edited_after_import_is_read_again(tmp_path):
     first = function_from_source(tmp_path, "def f(x):\n    return x * x\n")
     assert grad(first)(3.0) == 6.0
