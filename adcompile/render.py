@@ -222,6 +222,8 @@ def _constant_literal(value: object) -> ast.expr:
         return ast.Tuple(elts=[_constant_literal(item) for item in value], ctx=ast.Load())
     if isinstance(value, float) and type(value) is not float:
         value = float(value)  # np.float64(0.1) is a float whose repr names NumPy
+    elif isinstance(value, int) and type(value) not in (int, bool):
+        value = int(value)  # an IntEnum member's repr is `<E.A: 2>`
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         return ast.parse(f"float({str(value)!r})", mode="eval").body
     return ast.parse(repr(value), mode="eval").body
@@ -324,7 +326,7 @@ def render_module(functions: list[GeneratedFunction], header: str) -> str:
 def _builtin_aliases(
     functions: list[GeneratedFunction], helpers: list[ast.stmt], constants: dict[str, object]
 ) -> list[ast.stmt]:
-    """``len_1 = len`` for each builtin the code calls that a user's name hides."""
+    """``len_1 = len`` for each builtin the code reads that a user's name hides."""
     trees: list[ast.AST] = list(helpers)
     user_names = set(constants)
     for gen in functions:
@@ -335,7 +337,7 @@ def _builtin_aliases(
         trees, user_names, source.text_of(source.node), functions[0].core.names.fresh
     )
     if aliases:
-        note = "builtins the code calls, under other names: the function's own names hide them"
+        note = "builtins the code reads, under other names: the function's own names hide them"
         aliases.insert(0, CommentLine(note))
     return aliases
 

@@ -114,6 +114,23 @@ def test_a_module_constant_hiding_a_builtin_the_helpers_call(tmp_path: Path) -> 
     assert "range_1 = range\nrange = 2.0\n" in grad(fn).source
 
 
+def test_module_constants_hiding_builtins_the_helpers_read_as_values(tmp_path: Path) -> None:
+    # The copied-in helpers read `float`, `tuple`, `dict`, `list` as types (`isinstance(g,
+    # float)`, `dict | list | tuple`), not only call them.
+    source = (
+        "import numpy as np\n"
+        "float, tuple, dict, list, int = 2.0, 3.0, 0.5, 1.5, 4.0\n"
+        "def f(p, x):\n"
+        "    return np.sum(p['w'] * x * float * tuple) + p['b'] * dict * list * int\n"
+    )
+    fn = function_from_source(tmp_path, source, "f")
+    params, x = {"w": np.array([0.5, -1.0]), "b": 2.0}, np.array([1.0, 3.0])
+    got = grad(fn)(params, x)
+    assert np.allclose(got[0]["w"], 6.0 * x) and got[0]["b"] == pytest.approx(3.0)
+    assert np.allclose(got[1], 6.0 * params["w"])
+    assert "float_1 = float\n" in grad(fn).source
+
+
 def test_unused_leaves_get_zeros_and_the_structure_is_kept(tmp_path: Path) -> None:
     fn = function_from_source(
         tmp_path,

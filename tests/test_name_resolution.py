@@ -457,3 +457,36 @@ def test_a_loop_over_a_list_of_a_range(tmp_path: Path) -> None:
         """,
     )
     assert grad(module.f, wrt=0)(2.0, 4) == 6.0
+
+
+def test_int_enum_constants_are_written_as_ints(tmp_path: Path) -> None:
+    """An IntEnum member is an int whose repr (`<Order.SECOND: 2>`) is not Python: written
+    as it was, the generated module did not parse (a bare SyntaxError at compile time)."""
+    module = module_from_source(
+        tmp_path,
+        """
+        import enum
+
+
+        class Order(enum.IntEnum):
+            SECOND = 2
+
+
+        K = Order.SECOND
+        ORDERS = (Order.SECOND, 3)
+
+
+        def f(x):
+            return x ** K + x ** ORDERS[1]
+
+
+        def power(k):
+            def g(x):
+                return x ** k
+
+            return g
+        """,
+    )
+    assert_grad_matches_mp(module.f, [{"x": 1.5}, {"x": -0.75}])
+    assert_grad_matches_mp(module.power(module.Order.SECOND), [{"x": 1.5}])
+    assert "K = 2\n" in grad(module.f).source
