@@ -30,6 +30,7 @@ from .ir import CoreFunction, If, Loop, Stmt, helper_alias, refuse_differentiati
 from .lower import is_array_code, lower_function
 from .optimize import choose_passes, finish_array_code
 from .optimize import optimize as run_passes
+from .process_state import SharedChange
 from .render import (
     GeneratedFunction,
     external_arrays,
@@ -405,17 +406,25 @@ def _deep_expressions_allowed(fs: FunctionSource) -> Iterator[None]:
         raise UnsupportedSyntaxError(messages.TOO_DEEP, fs.locate(fs.node)) from None
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    # Compilation allocates many short-lived AST nodes and frees none of them in cycles;
-    # pausing the cyclic collector keeps compile time linear in the function's size.
+def _pause_collector() -> bool:
     enabled = gc.isenabled()
     gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+    return enabled
+
+
+def _resume_collector(enabled: bool) -> None:
+    if enabled:
+        gc.enable()
+
+
+# Compilation allocates many short-lived AST nodes and frees none of them in cycles; pausing
+# the cyclic collector keeps compile time linear in the function's size. The collector is
+# the process's: paused until no thread compiles.
+_COLLECTOR_PAUSED = SharedChange(_pause_collector, _resume_collector)
+
+
+def _collector_paused() -> contextlib.AbstractContextManager[None]:
+    return _COLLECTOR_PAUSED.held()
 
 
 @dataclass(frozen=True)

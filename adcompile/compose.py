@@ -224,9 +224,23 @@ def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
     for index, (primal, tangent) in enumerate(zip(primals, tangents, strict=True)):
         _check_structure(primal, tangent, f"argument {index}")
     complete = _completer(fn)(primals)  # a TypeError for too many, as calling fn gives
-    generated = _cached(fn, "jvp", list(range(len(primals))) or None)
+    if not primals:  # every argument left to its default: none varies
+        value = fn()
+        return value, _zeros_like(value)
+    generated = _cached(fn, "jvp", list(range(len(primals))))
     value, tangent = generated(*complete, *tangents)
     return value, _not_sharing(tangent, (*complete, *tangents))
+
+
+def _zeros_like(value: Any) -> Any:
+    """A zero tangent of ``value``'s structure: 0.0, or a float array of zeros."""
+    if isinstance(value, tuple):
+        return tuple(_zeros_like(item) for item in value)
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        numpy = sys.modules["numpy"]
+        dtype = value.dtype if value.dtype.kind in "fc" else numpy.float64
+        return numpy.zeros(value.shape, dtype)[()]  # a 0-d result as a NumPy scalar
+    return 0.0
 
 
 def _refuse_arrays_in_number_code(
@@ -288,7 +302,8 @@ def _array_leaves(value: Any, numpy: Any) -> Iterator[Any]:
 def vjp(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tuple]]:
     """``(fn(*primals), pullback)``; ``pullback(ct)`` is one cotangent per argument."""
     point = _private(_completer(fn)(primals))  # the point, even if the caller's arrays change
-    generated = _cached(fn, "vjp", list(range(len(primals))) or None)
+    given = len(primals)
+    generated = _cached(fn, "vjp", list(range(given)) or None)  # None: every parameter
     _refuse_arrays_in_number_code(fn, generated, primals, "vjp")
     outputs = generated.adcompile_outputs
     value = fn(*_private(primals))
@@ -297,18 +312,50 @@ def vjp(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tup
     def pullback(cotangent: Any) -> tuple:
         """The cotangents of ``fn``'s arguments for the output cotangent ``cotangent``."""
         if outputs is None:
-            if _shape(cotangent) != _shape(value):
-                raise ValueError(
-                    f"vjp: the cotangent has shape {_shape(cotangent)}; the output has shape "
-                    f"{_shape(value)} (a cotangent has its output's shape)"
-                )
-            return _not_sharing(generated(*primals, cotangent), (cotangent,))
-        cotangents = tuple(cotangent)
-        if len(cotangents) != outputs:
-            raise ValueError(f"the output has {outputs} elements; got {len(cotangents)}")
+            cotangents = (_checked_cotangent(cotangent, value, "the output"),)
+        else:
+            cotangents = _checked_cotangents(cotangent, value, outputs)
+        if not given:  # every argument left to its default: none to differentiate
+            return ()
         return _not_sharing(generated(*primals, *cotangents), cotangents)
 
     return value, pullback
+
+
+def _checked_cotangents(cotangent: Any, value: tuple, outputs: int) -> tuple:
+    """A tuple output's cotangents, one per element, each checked as ``_checked_cotangent``."""
+    if not isinstance(cotangent, tuple | list):
+        raise TypeError(
+            f"vjp: the output is a tuple of {outputs} elements; pass a tuple of {outputs} "
+            f"cotangents, not a {type(cotangent).__name__}"
+        )
+    if len(cotangent) != outputs:
+        raise ValueError(f"vjp: the output has {outputs} elements; got {len(cotangent)} cotangents")
+    return tuple(
+        _checked_cotangent(item, output, f"output element {k}")
+        for k, (item, output) in enumerate(zip(cotangent, value, strict=True))
+    )
+
+
+def _checked_cotangent(cotangent: Any, output: Any, where: str) -> Any:
+    """``cotangent`` if it is a number or an array of ``output``'s shape, else an error.
+
+    A 0-d array comes back as a NumPy scalar: code compiled for numbers adds adjoints in
+    place (``b_x += ...``), which would change the caller's array and every later read of it.
+    """
+    if isinstance(cotangent, tuple | list | dict | str | bytes):
+        raise TypeError(
+            f"vjp: the cotangent of {where} is a {type(cotangent).__name__}; it must be a "
+            f"number or an array of {where}'s shape {_shape(output)}"
+        )
+    if _shape(cotangent) != _shape(output):
+        raise ValueError(
+            f"vjp: the cotangent of {where} has shape {_shape(cotangent)}; {where} has shape "
+            f"{_shape(output)} (a cotangent has its output's shape)"
+        )
+    if getattr(cotangent, "ndim", None) == 0 and hasattr(cotangent, "item"):
+        return cotangent[()]
+    return cotangent
 
 
 def jacobian(fn: Callable[..., Any], wrt: Wrt = None, mode: str = "reverse") -> Callable[..., Any]:

@@ -9,17 +9,22 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+
+from .process_state import SharedChange
 
 RECURSION_LIMIT = 10_000
 
 
-@contextlib.contextmanager
-def room_for_deep_expressions() -> Iterator[None]:
-    """Raise the recursion limit to ``RECURSION_LIMIT`` (never lower it) for the block."""
+def _raise_limit() -> int:
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(limit)
+    return limit
+
+
+_DEEP = SharedChange(_raise_limit, sys.setrecursionlimit)
+
+
+def room_for_deep_expressions() -> contextlib.AbstractContextManager[None]:
+    """Raise the recursion limit to ``RECURSION_LIMIT`` (never lower it) for the block; the
+    limit is the process's, so it stays raised until no thread is in such a block."""
+    return _DEEP.held()

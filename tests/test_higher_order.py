@@ -221,6 +221,60 @@ def test_jvp_and_vjp_of_a_tuple_output() -> None:
         pullback((1.0, 2.0, 3.0))
 
 
+def _x_times_y_plus_x(x, y):
+    return x * y + x
+
+
+def _both_defaults(x=1.0, y=2.0):
+    return x * y
+
+
+def test_a_0d_array_cotangent_is_neither_changed_nor_read_after_a_change() -> None:
+    """Code for numbers adds adjoints in place (`b_x = b_f; b_x += b_f * y`): a 0-d array
+    cotangent was the caller's array itself, so it was changed, and d/dy came out 4x."""
+    _, pullback = vjp(_x_times_y_plus_x, 2.0, 3.0)
+    cotangent = np.array(1.0)
+    assert pullback(cotangent) == (4.0, 2.0)
+    assert cotangent == 1.0
+    _, pullback = vjp(polar, 2.0, 0.3)
+    cotangents = (np.array(0.0), np.array(1.0))
+    assert pullback(cotangents) == pytest.approx((math.sin(0.3), 2.0 * math.cos(0.3)))
+    assert cotangents[0] == 0.0 and cotangents[1] == 1.0
+
+
+def test_a_pullback_refuses_cotangents_that_are_not_its_outputs_shape() -> None:
+    _, pullback = vjp(polar, 2.0, 0.3)
+    two = (np.array([1.0, 2.0]), np.array([1.0, 1.0]))
+    with pytest.raises(ValueError, match="output element 0 has shape \\(2,\\); output"):
+        pullback(two)
+    assert np.array_equal(two[1], [1.0, 1.0])  # the caller's arrays are left alone
+    with pytest.raises(TypeError, match="a tuple of 2 elements; pass a tuple of 2 cotangents"):
+        pullback(1.0)
+    _, pullback = vjp(_x_times_y_plus_x, 2, 3)
+    with pytest.raises(TypeError, match="is a tuple; it must be a number"):
+        pullback((1,))  # Python would repeat the tuple: ((1, 1, 1), (1, 1))
+
+
+def test_a_pullback_of_array_outputs_checks_each_shape() -> None:
+    def f(x, y):
+        return np.sum(x * y), x * y
+
+    x, y = np.array([0.5, 1.5]), np.array([2.0, 3.0])
+    _, pullback = vjp(f, x, y)
+    for bad in ((1.0, np.ones((3, 2))), (np.array([1.0, 5.0]), np.ones(2))):
+        with pytest.raises(ValueError, match="a cotangent has its output's shape"):
+            pullback(bad)
+    got = pullback((1.0, np.array([1.0, 0.0])))
+    assert np.allclose(got[0], [2.0 * y[0], y[1]]) and np.allclose(got[1], [2.0 * x[0], x[1]])
+
+
+def test_jvp_and_vjp_with_every_argument_left_to_its_default() -> None:
+    """As JAX: no primals, no tangents; no cotangents come back (it gave two)."""
+    assert jvp(_both_defaults, (), ()) == (2.0, 0.0)
+    value, pullback = vjp(_both_defaults)
+    assert value == 2.0 and pullback(1.0) == ()
+
+
 def test_jvp_needs_one_tangent_per_primal() -> None:
     with pytest.raises(ValueError, match="2 primals but 1 tangents"):
         jvp(polar, (1.0, 2.0), (1.0,))
