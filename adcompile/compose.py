@@ -176,12 +176,20 @@ def _completer(fn: Callable[..., Any]) -> Callable[[tuple], tuple]:
     if arguments.vararg or arguments.kwarg or arguments.kwonlyargs:  # as compiling would say
         raise fs.error(UnsupportedSyntaxError, fs.node, messages.NON_POSITIONAL_PARAMS)
     params, defaults = fs.param_names(), tuple(fs.defaults)
-    name = getattr(fn, "__name__", "function")
+    # A gradient's arguments are its primal's: a Hessian's errors name the primal.
+    name = getattr(getattr(fn, "__wrapped__", fn), "__name__", "function")
+    positional_only = params[: len(arguments.posonlyargs)]
 
     def complete(args: tuple, keywords: dict[str, Any] | None = None) -> tuple:
         if len(args) > len(params):
             raise TypeError(f"{name}() takes {len(params)} arguments but {len(args)} were given")
         if keywords:  # by name, as the primal's signature allows
+            named = ", ".join(repr(key) for key in keywords if key in positional_only)
+            if named:
+                raise TypeError(
+                    f"{name}() got some positional-only arguments passed as keyword "
+                    f"arguments: {named}"
+                )
             args = _by_position(name, params, defaults, args, keywords)
         missing = len(params) - len(args)
         if missing <= 0:

@@ -212,8 +212,14 @@ def _arguments(fs: FunctionSource, extra: list[str]) -> ast.arguments:
     params = [ast.arg(arg=name) for name in [*fs.param_names(), *extra]]
     # Extra parameters follow the primal's, so they cannot keep its defaults.
     defaults = [] if extra else _default_literals(fs)
+    # The primal's positional-only parameters stay so: `f_grad(x=...)` fails as `f(x=...)`.
+    split = len(getattr(fs.node.args, "posonlyargs", []))
     return ast.arguments(
-        posonlyargs=[], args=params, kwonlyargs=[], kw_defaults=[], defaults=defaults
+        posonlyargs=params[:split],
+        args=params[split:],
+        kwonlyargs=[],
+        kw_defaults=[],
+        defaults=defaults,
     )
 
 

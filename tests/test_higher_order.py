@@ -523,6 +523,36 @@ def test_a_keyword_call_may_skip_a_parameter_with_a_default() -> None:
         jvp(three_defaults, (1.0, 2.0, 3.0, 4.0), (1.0, 0.0, 0.0, 0.0))
 
 
+def positional_only(x, /, y=2.0):
+    return x * x * y
+
+
+def test_positional_only_parameters_stay_positional_only() -> None:
+    """`f(x=...)` is a TypeError for `def f(x, /, y)`: so it is for every transform of f
+    (the generated `def` had no `/`, and jacobian/hessian bound keywords themselves)."""
+    transforms = [
+        grad(positional_only),
+        value_and_grad(positional_only),
+        grad(positional_only, mode="forward"),
+        jacobian(positional_only),
+        jacobian(positional_only, mode="forward"),
+        hessian(positional_only),
+    ]
+    for transform in transforms:
+        transform(2.0, y=3.0)  # y may be named
+        with pytest.raises(TypeError, match="positional-only arguments passed as keyword"):
+            transform(x=2.0, y=3.0)
+    assert grad(positional_only)(2.0, y=3.0) == (12.0, 4.0)
+    assert "def positional_only_grad(x, /, y=2.0):" in grad(positional_only).source
+
+
+def test_a_hessians_argument_errors_name_the_function_not_its_gradient() -> None:
+    with pytest.raises(TypeError, match=r"^three_defaults\(\) takes 3 arguments but 4"):
+        hessian(three_defaults)(1.0, 2.0, 3.0, 4.0)
+    with pytest.raises(TypeError, match=r"^three_defaults\(\) got an unexpected keyword"):
+        hessian(three_defaults)(1.0, w=2.0)
+
+
 def test_results_of_hessian_and_jacobian_say_how_to_go_higher(tmp_path) -> None:
     from tests.helpers import module_from_source
 
