@@ -13,7 +13,7 @@ import builtins
 import math
 import operator
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from . import messages
@@ -148,6 +148,45 @@ def assigned_names(body: list[ast.stmt]) -> set[str]:
         for target in targets:
             found.update(n.id for n in walk(target) if isinstance(n, ast.Name))
     return found
+
+
+def _none_literal(expr: ast.expr) -> ast.Constant | None:
+    """The literal ``None`` that ``expr`` may evaluate to (itself, or an operand of a
+    conditional expression, ``and`` or ``or``), or None."""
+    if isinstance(expr, ast.Constant):
+        return expr if expr.value is None else None
+    if isinstance(expr, ast.IfExp):
+        return _none_literal(expr.body) or _none_literal(expr.orelse)
+    if isinstance(expr, ast.BoolOp):
+        return next(filter(None, map(_none_literal, expr.values)), None)
+    return None
+
+
+def _returned_values(expr: ast.expr) -> Iterator[ast.expr]:
+    """The expressions whose value ``return expr`` may give (elements of a tuple too)."""
+    if isinstance(expr, ast.Tuple | ast.List):
+        for item in expr.elts:
+            yield from _returned_values(item)
+    elif isinstance(expr, ast.IfExp):
+        yield from _returned_values(expr.body)
+        yield from _returned_values(expr.orelse)
+    elif isinstance(expr, ast.BoolOp):
+        for item in expr.values:
+            yield from _returned_values(item)
+    else:
+        yield expr
+
+
+def _assignments_in(body: list[ast.stmt]) -> Iterator[ast.Assign | ast.AnnAssign]:
+    """The assignments among the statements, in their blocks too (not in nested functions)."""
+    stack = list(body)
+    while stack:
+        stmt = stack.pop()
+        if stmt.__class__ is ast.Assign or stmt.__class__ is ast.AnnAssign:
+            yield stmt
+        elif stmt.__class__ in _COMPOUND:
+            stack.extend(getattr(stmt, "body", []))
+            stack.extend(getattr(stmt, "orelse", []))
 
 
 def returns_in(body: list[ast.stmt]) -> list[ast.Return]:
@@ -423,6 +462,25 @@ class Lowerer(ArrayLowering):
             body = body[1:]
         return body
 
+    def _refuse_none_returned(self, body: list[ast.stmt], returns: list[ast.Return]) -> None:
+        """A returned local may not be given None (``best = None`` ... ``return best``)."""
+        returned = {
+            node.id
+            for ret in returns
+            for node in _returned_values(ret.value)
+            if isinstance(node, ast.Name)
+        }
+        if not returned:
+            return
+        for stmt in _assignments_in(body):
+            if stmt.value is not None:
+                none = _none_literal(stmt.value)
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                for target in targets:
+                    if none is not None and isinstance(target, ast.Name) and target.id in returned:
+                        message = messages.none_returned(target.id)
+                        raise self._error(UnsupportedSyntaxError, none, message)
+
     def _check_local_functions(self, body: list[ast.stmt]) -> None:
         """Each nested function is bound once and called only where it is surely defined."""
         misplaced = misplaced_local_function(body)
@@ -443,11 +501,15 @@ class Lowerer(ArrayLowering):
         for ret in returns:
             if ret.value is None:
                 raise self._error(UnsupportedSyntaxError, ret, messages.RETURN_NOTHING)
+            for value in _returned_values(ret.value):
+                if isinstance(value, ast.Constant) and value.value is None:
+                    raise self._error(UnsupportedSyntaxError, value, messages.RETURN_NONE)
             if isinstance(ret.value, _TUPLE_LIST) and ret is not body[-1]:
                 several = (
                     messages.EARLY_RETURN_TUPLE if self.tuple_output else messages.RETURN_TUPLE
                 )
                 raise self._error(UnsupportedSyntaxError, ret.value, several)
+        self._refuse_none_returned(body, returns)
         if falls_off_end(body):  # returns inside an `if` or a loop, none on some path
             last = body[-1]
             raise self._error(UnsupportedSyntaxError, last, messages.falls_off_end(last))

@@ -46,6 +46,21 @@ TOO_MANY_LOOPS = (
     "statically nested blocks\"); nest fewer loops (a helper's loops count: it is inlined)"
 )
 RETURN_NOTHING = "`return` needs a value: grad differentiates the returned number"
+RETURN_NONE = (
+    "`None` may be returned here, but grad differentiates the returned number (its gradient "
+    "would be silently 0); return a number, or raise where there is no value"
+)
+
+
+def none_returned(name: str) -> str:
+    """A local that is returned and may still hold the None given to it."""
+    return (
+        f"`{name}` is given None here and returned later, but grad differentiates the "
+        "returned number (its gradient would be silently 0 wherever it is still None); "
+        f"start `{name}` at a number (0.0, or -math.inf for a running maximum)"
+    )
+
+
 EARLY_RETURN_TUPLE = (
     "several values are returned only by the function's last statement: an early `return` "
     "(in an `if` or a loop) gives one value; set variables on each path and return them once, "

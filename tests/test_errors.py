@@ -97,6 +97,12 @@ CASES = [
     # A bare early return used to compile, and the gradient was a silent 0.0.
     ("if x > 0:\n    return\nreturn x", "return\n", U, "`return` needs a value"),
     ("z = x\nyield z", "yield", U, "makes a generator"),
+    # `return None` and a local left at None compiled too, with a silent 0.0 gradient.
+    ("if x > 0:\n    return None\nreturn x", "None", U, "`None` may be returned here"),
+    ("return x if x > 0 else None", "None", U, "`None` may be returned here"),
+    ("return y and None", "None", U, "`None` may be returned here"),
+    ("z = None\nif x > 0:\n    z = x * y\nreturn z", "None", U, "`z` is given None here"),
+    ("z: float = None\nreturn z if x > 0 else y", "None", U, "`z` is given None here"),
     ("def h(a):\n    return a * x\nreturn h", "h\n", U, "is a function here, not a number"),
 ]
 
