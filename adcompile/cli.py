@@ -35,7 +35,7 @@ from .source import (
     load_from_file,
     load_function,
 )
-from .static_decorators import decorator_wrt
+from .static_decorators import decorator_wrt, refuse_rebound_target
 from .symbolic import NoSamplePoints
 
 
@@ -75,6 +75,7 @@ def load_target(target: str) -> FunctionSource:
     where, func = parse_target(target)
     if where.endswith(".py") or Path(where).is_file():
         fs = load_from_file(where, func)
+        refuse_rebound_target(fs)
         decorator_wrt(fs)  # refuses a decorator reading the file cannot apply
         _note_static_rules(fs)
         return fs

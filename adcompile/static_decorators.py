@@ -4,17 +4,20 @@ The file is read, not run, so a decorator is not applied. adcompile's own transf
 understood: ``@grad`` marks the primal (the function to differentiate), and the ``wrt`` of
 ``@grad(wrt=...)`` is the one to use unless ``--wrt`` is given, as with a module's function.
 Any other decorator may make the name mean another function (``@twice`` doubling it): the
-gradient of the undecorated body would then be silently wrong, so it is refused.
+gradient of the undecorated body would then be silently wrong, so it is refused. So is a
+name the file binds again after the ``def`` (``f = g``, ``from m import f``): the name the
+module ends with is then another function, or none.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
 from typing import Any
 
 from . import messages
 from .errors import UnsupportedSyntaxError
-from .source import FunctionSource
+from .source import STATIC_MODULES, FunctionSource
 
 # Transforms whose decorated name still stands for the primal (module form: ``__wrapped__``).
 TRANSFORMS = frozenset({"grad", "value_and_grad", "jacobian", "hessian"})
@@ -40,6 +43,89 @@ def decorator_wrt(fs: FunctionSource) -> Any:
     if call is None or transform not in KEEPS_WRT:
         return None
     return _literal_wrt(fs, call)
+
+
+def refuse_rebound_target(fs: FunctionSource) -> None:
+    """Refuse a target whose name the file binds again after its ``def``, or may (in an ``if``,
+    a ``global`` statement, a star import): reading the def would differentiate a function the
+    module's name no longer stands for."""
+    tree = ast.parse("".join(fs.lines))  # fs.node belongs to another parse: compare positions
+    binding = _last_binding(tree, fs.name)
+    if binding is None or _position(binding) == _position(fs.node):
+        return
+    raise fs.error(
+        UnsupportedSyntaxError,
+        binding,
+        f"{fs.name} is bound again here, after its `def` (line {fs.node.lineno}), so the name "
+        "may stand for another function, and the file is read, not run (PATH.py): "
+        "differentiate the function under its own name, or name the module "
+        "(`package.module:FUNC`) so that it is imported",
+    )
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.col_offset
+
+
+def _last_binding(tree: ast.Module, name: str) -> ast.AST | None:
+    """What binds (or deletes) ``name`` in the last module-level statement that does; a
+    ``global name`` in any function, which binds it when that function runs, comes last."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global) and name in node.names:
+            return node
+    last = None
+    for stmt in tree.body:
+        last = _binding_in(stmt, name) or last
+    return last
+
+
+def _binding_in(stmt: ast.stmt, name: str) -> ast.AST | None:
+    """The node of a module-level statement that may bind ``name`` in the module."""
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            if node.name == name:
+                return node
+            continue  # its body is another scope
+        if isinstance(node, ast.Lambda):
+            continue  # its parameters are its own
+        if _binds_here(node, name):
+            return node
+        if isinstance(node, ast.comprehension):  # its loop variable stays in it (`:=` not)
+            stack.extend([node.iter, *node.ifs])
+        elif not (isinstance(node, ast.AnnAssign) and node.value is None):  # `f: int`: none
+            stack.extend(reversed(list(ast.iter_child_nodes(node))))
+    return None
+
+
+def _binds_here(node: ast.AST, name: str) -> bool:
+    """Whether ``node`` itself binds ``name``: an assignment target, an import, ``except
+    E as name``, a match capture, or a star import (which may bind any name)."""
+    if isinstance(node, ast.Name):
+        return node.id == name and not isinstance(node.ctx, ast.Load)
+    if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+        return _star_may_bind(node, name)
+    if isinstance(node, ast.alias):
+        return node.name != "*" and (node.asname or node.name.split(".")[0]) == name
+    if isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar):
+        return node.name == name
+    if isinstance(node, ast.MatchMapping):
+        return node.rest == name
+    return False
+
+
+def _star_may_bind(node: ast.ImportFrom, name: str) -> bool:
+    """Whether ``from M import *`` may bind ``name``: a module the reader resolves (``math``)
+    binds its public names; any other one, any name."""
+    if node.level or node.module is None or node.module.split(".")[0] not in STATIC_MODULES:
+        return True
+    try:
+        module = importlib.import_module(node.module)
+    except ImportError:  # Python fails there too: nothing is bound
+        return False
+    public = getattr(module, "__all__", None)
+    return name in public if public is not None else hasattr(module, name) and name[:1] != "_"
 
 
 def _adcompile_aliases(tree: ast.Module) -> dict[str, str]:
