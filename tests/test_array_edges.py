@@ -645,3 +645,25 @@ def test_forward_tangents_of_max_and_min_keep_float32(tmp_path, reduction):
     assert np.asarray(tangent).dtype == np.float32
     np.testing.assert_allclose(tangent, expected, rtol=1e-6)
     assert jacobian(module.f, mode="forward")(x).dtype == np.float32
+
+
+MATMUL_OF_LISTS = """
+import numpy as np
+
+
+def f(a, v):
+    return np.sum((a @ v) ** 2)
+"""
+
+
+def test_a_matmul_of_a_nested_list_differentiates_the_array_numpy_reads(tmp_path):
+    """NumPy's `@` reads a nested list as an array; the adjoint helpers took a list (no
+    `ndim`) for a scalar, and the gradient was wrong for both arguments."""
+    module = module_from_source(tmp_path, MATMUL_OF_LISTS)
+    a, v = [[1.0, 2.0], [3.0, 4.0]], np.array([10.0, 20.0])
+    r = np.array(a) @ v  # d/da sum(r**2) = 2 r v^T; d/dv = 2 a^T r
+    expected = (2.0 * np.outer(r, v), 2.0 * np.array(a).T @ r)
+    for got in (grad(module.f)(a, v), vjp(module.f, a, v)[1](1.0)):
+        np.testing.assert_allclose(got[0], expected[0], rtol=1e-12)
+        np.testing.assert_allclose(got[1], expected[1], rtol=1e-12)
+    np.testing.assert_allclose(hessian(module.f, wrt=1)(a, v), 2.0 * np.array(a).T @ a)

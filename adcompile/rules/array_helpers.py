@@ -206,7 +206,9 @@ def _cofactors_tangent_by_svd(x, g):
 
 def matmul_adjoint_a(g, a, b):
     """The adjoint of ``a`` in ``a @ b`` (vectors, matrices and stacks of matrices)."""
-    a_ndim, b_ndim = getattr(a, "ndim", 0), getattr(b, "ndim", 0)
+    a_ndim, b_ndim = np.ndim(a), np.ndim(b)
+    if isinstance(a, list | tuple) or isinstance(b, list | tuple):
+        a, b = np.asarray(a), np.asarray(b)  # nested lists, as `@` reads them
     if a_ndim == 2 and b_ndim == 1:  # matrix @ vector: the outer product (faster than np.outer)
         return g[:, None] * b
     if a_ndim == 2 and b_ndim == 2:
@@ -222,7 +224,9 @@ def matmul_adjoint_a(g, a, b):
 
 def matmul_adjoint_b(g, a, b):
     """The adjoint of ``b`` in ``a @ b`` (vectors, matrices and stacks of matrices)."""
-    a_ndim, b_ndim = getattr(a, "ndim", 0), getattr(b, "ndim", 0)
+    a_ndim, b_ndim = np.ndim(a), np.ndim(b)
+    if isinstance(a, list | tuple) or isinstance(b, list | tuple):
+        a, b = np.asarray(a), np.asarray(b)  # nested lists, as `@` reads them
     if a_ndim == 2 and b_ndim == 1:  # matrix @ vector
         return g @ a
     if a_ndim == 2 and b_ndim == 2:
