@@ -10,13 +10,16 @@ from __future__ import annotations
 import argparse
 import ast
 import builtins
+import contextlib
 import copy
 import dataclasses
 import importlib
+import importlib.util
 import math
 import os
 import re
 import sys
+import tokenize
 import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -74,7 +77,7 @@ def load_target(target: str) -> FunctionSource:
     """Load the function a target names: statically from a file, or by importing a module."""
     where, func = parse_target(target)
     if where.endswith(".py") or Path(where).is_file():
-        fs = load_from_file(where, func)
+        fs = _load_file(where, func)
         refuse_rebound_target(fs)
         decorator_wrt(fs)  # refuses a decorator reading the file cannot apply
         _note_static_rules(fs)
@@ -99,12 +102,15 @@ def _import(name: str) -> types.ModuleType:
         sys.path.insert(0, os.getcwd())
     argv, sys.argv = sys.argv, [name]  # a module that reads its arguments sees none of ours
     try:
-        return importlib.import_module(name)
+        # What it prints while loading is not our output (`dump pkg.mod:f > grad.py`).
+        with contextlib.redirect_stdout(sys.stderr):
+            return importlib.import_module(name)
     except ImportError as exc:
         raise LookupError(f"cannot import module {name!r}: {exc}") from None
     except SyntaxError as exc:
-        location = Location(exc.filename or name, exc.lineno or 0, exc.offset or 0, exc.text or "")
-        raise UnsupportedSyntaxError(f"the module does not parse: {exc.msg}", location) from None
+        raise _unparsable(name, exc) from None
+    except AdcompileError:  # `@grad` on code adcompile refuses: its own located error
+        raise
     except Exception as exc:  # the module's own code failed: its error, in one line
         raise LookupError(f"importing {name!r} failed: {type(exc).__name__}: {exc}") from None
     except SystemExit as exc:  # a script that runs (or parses its arguments) when imported
@@ -112,8 +118,74 @@ def _import(name: str) -> types.ModuleType:
             f"importing {name!r} failed: it called sys.exit({exc.code!r}) (code that runs on "
             "import; put it under `if __name__ == '__main__':`)"
         ) from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # e.g. pytest.importorskip's Skipped at the module's top
+        raise LookupError(
+            f"importing {name!r} failed: it raised {type(exc).__name__}: {exc} (a "
+            "BaseException, not an Exception)"
+        ) from None
     finally:
         sys.argv = argv
+
+
+def _unparsable(name: str, exc: SyntaxError) -> AdcompileError:
+    """A module that does not parse, located as for ``PATH.py``: the import's SyntaxError
+    counts columns in UTF-8 bytes (3.11, 3.12), has no position for a NUL byte and no file
+    name for a bad encoding, so the file is read again the way ``PATH.py`` is."""
+    path = exc.filename if exc.filename and os.path.isfile(exc.filename) else _origin(name)
+    if path is not None:
+        try:
+            _load_file(path, "")  # no function has that name: it only reads and parses
+        except AdcompileError as located:
+            return located
+        except LookupError:  # it parses: the compiler refused it (`return` outside a def)
+            pass
+    text = exc.text or ""
+    column = _characters_before(text, (exc.offset or 1) - 1) + 1 if exc.offset else 0
+    location = Location(exc.filename or path or name, exc.lineno or 0, column, text)
+    return UnsupportedSyntaxError(f"the module does not parse: {exc.msg}", location)
+
+
+def _characters_before(text: str, byte_offset: int) -> int:
+    """How many characters of ``text`` its first ``byte_offset`` UTF-8 bytes hold: the
+    compiler's columns count bytes, on every version."""
+    return len(text.encode("utf-8")[:byte_offset].decode("utf-8", errors="replace"))
+
+
+def _origin(name: str) -> str | None:
+    """The file a module is loaded from, if it is one."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except Exception:  # a parent package that fails: no file to name
+        return None
+    origin = getattr(spec, "origin", None)
+    return origin if origin and os.path.isfile(origin) else None
+
+
+def _load_file(path: str, func: str) -> FunctionSource:
+    """``load_from_file``, with one message on every version for a file its declared
+    encoding cannot read (a ``coding: utf-16`` cookie: a UnicodeError without the file's
+    name up to 3.12, an error at line 0 from 3.13)."""
+    try:
+        return load_from_file(path, func)
+    except UnicodeDecodeError:
+        raise  # load_from_file locates those itself
+    except UnicodeError:
+        raise _undeclared_encoding(path) from None
+    except AdcompileError as exc:
+        if exc.location is not None and exc.location.line == 0:  # nowhere to point at
+            raise _undeclared_encoding(path) from None
+        raise
+
+
+def _undeclared_encoding(path: str) -> AdcompileError:
+    with open(path, "rb") as handle:
+        encoding, _ = tokenize.detect_encoding(handle.readline)
+    return AdcompileError(
+        f"cannot read {path} as Python source: it declares the encoding {encoding}, "
+        "which does not decode it"
+    )
 
 
 def _note_static_rules(fs: FunctionSource) -> None:

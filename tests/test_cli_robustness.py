@@ -4,6 +4,9 @@ misleading message or a silently wrong answer."""
 
 from __future__ import annotations
 
+import itertools
+from pathlib import Path
+
 import pytest
 
 from adcompile.cli import main
@@ -70,3 +73,105 @@ def test_a_file_target_s_name_used_but_not_rebound_is_read(capsys, tmp_path, aft
     exec(capsys.readouterr().out, dumped)
     expected = _numeric_derivative(module.f, 1.5)  # the module's f, run
     assert dumped["f_grad"](1.5) == pytest.approx(expected, rel=1e-7)
+
+
+_MODULES = itertools.count()
+
+
+def _module_target(tmp_path, monkeypatch, source: bytes | str) -> tuple[str, Path]:
+    """A fresh module in the current directory: its ``module:f`` target and its path."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    name = f"cli_robust_{next(_MODULES)}"
+    path = tmp_path / f"{name}.py"
+    path.write_bytes(source if isinstance(source, bytes) else source.encode("utf-8"))
+    return f"{name}:f", path
+
+
+def _under_caret(err: str) -> str:
+    """The character of the quoted source line the caret under a located error points at."""
+    quoted, caret = err.splitlines()[1:3]
+    return quoted[caret.index("^")]
+
+
+def test_a_base_exception_raised_on_import_is_one_line(capsys, tmp_path, monkeypatch):
+    """pytest.importorskip at a module's top raises Skipped, a BaseException: a traceback."""
+    source = "class Skipped(BaseException):\n    pass\n\nraise Skipped('no GPU')\n" + SQUARE
+    target, _ = _module_target(tmp_path, monkeypatch, source)
+    assert main(["dump", target]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("adcompile: error: importing")
+    assert "Skipped: no GPU" in err and "Traceback" not in err
+    interrupted, _ = _module_target(tmp_path, monkeypatch, "raise KeyboardInterrupt\n" + SQUARE)
+    assert main(["dump", interrupted]) == 130
+    assert capsys.readouterr().err == "adcompile: interrupted\n"
+
+
+def test_an_adcompile_error_while_importing_is_printed_located(capsys, tmp_path, monkeypatch):
+    """`@grad` on code adcompile refuses raised while importing: it was wrapped in
+    "importing ... failed: UnsupportedSyntaxError: PATH:LINE:COL: ..." on one line."""
+    source = "from adcompile import grad\n\n\n@grad\ndef f(x):\n    y = x; del y\n    return x\n"
+    target, path = _module_target(tmp_path, monkeypatch, source)
+    assert main(["dump", target]) == 1
+    err = capsys.readouterr().err
+    line = _line_of(source, "del y")
+    column = source.splitlines()[line - 1].index("del") + 1
+    assert err.startswith(f"{path}:{line}:{column}: error: ")
+    assert err.splitlines()[1].strip() == "y = x; del y" and _under_caret(err) == "d"
+
+
+def test_what_a_module_prints_on_import_goes_to_stderr(capsys, tmp_path, monkeypatch):
+    """`dump pkg.mod:f > grad.py` wrote the module's "loading model..." into grad.py."""
+    target, _ = _module_target(tmp_path, monkeypatch, "print('loading model...')\n" + SQUARE)
+    assert main(["dump", target]) == 0
+    out, err = capsys.readouterr()
+    dumped: dict = {}
+    exec(out, dumped)  # the output is the module, and only it
+    assert dumped["f_grad"](1.5) == 3.0  # d(x*x)/dx = 2x
+    assert "loading model..." in err
+
+
+@pytest.mark.parametrize(
+    ("source", "line", "column", "pointed"),
+    [
+        # The import's SyntaxError counted UTF-8 bytes up to 3.12: 2:15 for 2:12.
+        ("def f(x):\n    é中 = x $ 2\n    return x\n", 2, len("    é中 = x ") + 1, "$"),
+        # A NUL byte: the import's SyntaxError has no line, and no file name (`mod:0:0`).
+        ("def f(x):\n    y = x\0\n    return x\n", 2, len("    y = x") + 1, " "),
+    ],
+)
+def test_a_module_that_does_not_parse_is_located_as_a_file_is(
+    capsys, tmp_path, monkeypatch, source, line, column, pointed
+):
+    target, path = _module_target(tmp_path, monkeypatch, source)
+    assert main(["dump", target]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:{line}:{column}: error: the file does not parse")
+    assert _under_caret(err) == pointed  # a NUL byte is shown as a space
+    assert main(["dump", f"{path}:f"]) == 1  # the PATH.py form says the same
+    assert capsys.readouterr().err == err
+
+
+def test_a_compiler_error_in_a_module_is_located_in_characters(capsys, tmp_path, monkeypatch):
+    """`return` outside a def parses, and the compiler's column counts bytes on every version."""
+    source = "é中 = 1; return 2\n" + SQUARE
+    target, path = _module_target(tmp_path, monkeypatch, source)
+    assert main(["dump", target]) == 1
+    column = source.index("return") + 1
+    assert capsys.readouterr().err.startswith(f"{path}:1:{column}: error: the module does not")
+
+
+def test_an_encoding_its_file_does_not_decode_in_is_one_line_naming_it(
+    capsys, tmp_path, monkeypatch
+):
+    """A utf-16 cookie on a UTF-8 file: 3.11/3.12 said "UTF-16 stream does not start with
+    BOM" without the file, 3.13 "PATH:0:0: ..."."""
+    source = "# -*- coding: utf-16 -*-\n" + SQUARE
+    target, path = _module_target(tmp_path, monkeypatch, source)
+    for form in (f"{path}:f", target):
+        assert main(["dump", form]) == 1
+        err = capsys.readouterr().err
+        assert err == (
+            f"adcompile: error: cannot read {path} as Python source: it declares the "
+            "encoding utf-16, which does not decode it\n"
+        )
