@@ -261,9 +261,17 @@ def _requested_wrt(args: argparse.Namespace, fs: FunctionSource) -> Any:
     own name computes), else every parameter."""
     if args.wrt is not None:
         return _wrt_argument(parse_wrt(args.wrt))
-    if fs.origin is None:  # read from a file
-        return decorator_wrt(fs)
-    where, func = parse_target(args.target)
+    wrt = decorator_wrt(fs) if fs.origin is None else _module_wrt(args.target)
+    if wrt is None and not fs.param_names():  # the file's fault, not the command line's
+        raise fs.error(
+            AdcompileError, fs.node, f"{fs.name} has no parameters to differentiate with respect to"
+        )
+    return wrt
+
+
+def _module_wrt(target: str) -> Any:
+    """The ``wrt`` of an imported ``@grad(wrt=...)`` target; None for any other."""
+    where, func = parse_target(target)
     module = sys.modules.get(where)  # imported by load_target; a file is read, not run
     recipe = getattr(getattr(module, func, None), "adcompile_recipe", None)
     return None if recipe is None else recipe.wrt

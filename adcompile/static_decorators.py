@@ -165,5 +165,17 @@ def _literal_wrt(fs: FunctionSource, call: ast.Call) -> Any:
             raise fs.error(
                 UnsupportedSyntaxError, keyword.value, messages.STATIC_DECORATOR_WRT
             ) from None
+        _check_wrt(fs, keyword.value, value)
         return value
     return None
+
+
+def _check_wrt(fs: FunctionSource, node: ast.expr, wrt: Any) -> None:
+    """Refuse, at the literal, a ``wrt=`` that names no parameter (``wrt=True``, an unknown
+    name): the module raises there when it runs, the file's reader must say so itself."""
+    from .api import resolve_wrt  # api imports most of adcompile: only when a wrt= is read
+
+    try:
+        resolve_wrt(fs.param_names(), wrt, fs.name)
+    except (ValueError, TypeError) as exc:
+        raise fs.error(UnsupportedSyntaxError, node, str(exc)) from None

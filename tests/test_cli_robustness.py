@@ -175,3 +175,35 @@ def test_an_encoding_its_file_does_not_decode_in_is_one_line_naming_it(
             f"adcompile: error: cannot read {path} as Python source: it declares the "
             "encoding utf-16, which does not decode it\n"
         )
+
+
+@pytest.mark.parametrize(
+    ("decorator", "params", "fragment"),
+    [
+        ("@grad(wrt=True)", "x, y", "not True"),  # was an internal error (exit 3)
+        ('@grad(wrt="z")', "x, y", "'z' is not a parameter"),  # was exit 2, no place
+        ("@grad(wrt=(0, 0))", "x, y", "names a parameter twice"),
+        ('@grad(wrt="x")', "", "'x' is not a parameter"),
+    ],
+)
+def test_a_file_s_literal_wrt_naming_no_parameter_is_located(
+    capsys, tmp_path, decorator, params, fragment
+):
+    text = f"from adcompile import grad\n\n\n{decorator}\ndef f({params}):\n    return 2.0\n"
+    target = tmp_path / "bad_wrt.py"
+    target.write_text(text)
+    with pytest.raises((ValueError, TypeError), match=fragment.replace("(", r"\(")):
+        module_from_source(tmp_path, text)  # the module refuses it too, when it runs
+    for command in (["dump"], ["check", "--at", "x=1,y=2"] if params else ["check"]):
+        assert main([*command[:1], f"{target}:f", *command[1:]]) == 1
+        err = capsys.readouterr().err
+        column = decorator.index("=") + 2  # the wrt= value
+        assert err.startswith(f"{target}:4:{column}: error: ") and fragment in err
+
+
+def test_a_file_function_without_parameters_is_located(capsys, tmp_path):
+    target = tmp_path / "constant.py"
+    target.write_text("import math\n\n\ndef f():\n    return math.pi\n")
+    assert main(["dump", f"{target}:f"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{target}:4:1: error: f has no parameters to differentiate")
