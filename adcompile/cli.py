@@ -564,6 +564,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
+    if sys.stderr is None:  # started with `2>&-`: errors go nowhere, as the user asked
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (open for the process's life)
+    if sys.stdout is None:  # started with `>&-`: Python gives None, and the output is lost
+        print("adcompile: error: standard output is closed: nowhere to write", file=sys.stderr)
+        return 1
     args = build_parser().parse_args(argv)
     try:
         with room_for_deep_expressions():

@@ -5,6 +5,9 @@ misleading message or a silently wrong answer."""
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ import pytest
 from adcompile.cli import main
 from tests.helpers import module_from_source
 
+ROOT = Path(__file__).resolve().parent.parent
 SQUARE = "def f(x):\n    return x * x\n"
 
 
@@ -207,3 +211,29 @@ def test_a_file_function_without_parameters_is_located(capsys, tmp_path):
     assert main(["dump", f"{target}:f"]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"{target}:4:1: error: f has no parameters to differentiate")
+
+
+def _run_with_closed(fd: int, *args: str) -> subprocess.CompletedProcess[str]:
+    """``adcompile ARGS`` started with file descriptor ``fd`` closed (``>&-``, ``2>&-``)."""
+    keep = {1: subprocess.DEVNULL, 2: subprocess.PIPE}  # the other stream, as a user has it
+    return subprocess.run(
+        [sys.executable, "-m", "adcompile", *args],
+        stdout=subprocess.PIPE if fd == 2 else keep[1],
+        stderr=keep[2],
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        preexec_fn=lambda: os.close(fd),
+        check=False,
+    )
+
+
+def test_a_closed_standard_output_is_one_line_not_an_internal_error():
+    """`adcompile dump f.py:f >&-`: AttributeError on None, "internal error", exit 3."""
+    result = _run_with_closed(1, "dump", "examples/seed.py:f")
+    assert result.returncode == 1
+    assert result.stderr == "adcompile: error: standard output is closed: nowhere to write\n"
+    quiet = _run_with_closed(2, "dump", "examples/seed.py:nothing")  # the error goes nowhere
+    assert quiet.returncode == 1 and quiet.stdout == ""
+    dumped = _run_with_closed(2, "dump", "examples/seed.py:f")
+    assert dumped.returncode == 0 and "def f_grad(" in dumped.stdout
