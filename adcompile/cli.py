@@ -315,15 +315,14 @@ def _explained(args: argparse.Namespace, required: bool) -> tuple[FunctionSource
     from .explain import explain_source
 
     fs = load_target(args.target)
-    _scalar_only(fs, args.command)
     wrt = _requested_wrt(args, fs)
-    if args.at is None:
-        if required:
-            raise UsageError("explain needs a point: --at NAME=VALUE,... (e.g. --at x=4,y=-3)")
-        resolve_wrt(fs.param_names(), wrt, fs.name)  # a bad --wrt is still reported
+    if args.at is None and required:
+        raise UsageError("explain needs a point: --at NAME=VALUE,... (e.g. --at x=4,y=-3)")
+    point = None if args.at is None else parse_point(args.at, fs.param_names(), fs.defaults)
+    resolve_wrt(fs.param_names(), wrt, fs.name)  # a bad --wrt is a usage error (exit 2)
+    _compile_scalar(fs, wrt, args.command)
+    if point is None:
         return fs, None
-    point = parse_point(args.at, fs.param_names(), fs.defaults)
-    resolve_wrt(fs.param_names(), wrt, fs.name)
     try:
         return fs, explain_source(fs, point, wrt)
     except _RUN_FAILURES as exc:  # the user's function failed there
@@ -346,6 +345,18 @@ def _failed_at(exc: Exception, at: str) -> RunError:
     if notes:  # "(computing the mpmath reference ...)" or "in line 4 of f.py: ..."
         message += f" {notes}" if notes.startswith("(") else f", {notes}"
     return RunError(message + hint)
+
+
+def _compile_scalar(fs: FunctionSource, wrt: Any, command: str) -> tuple[str, str]:
+    """The gradient's source and name, as ``dump`` makes them, for a function of numbers.
+
+    Compiling first gives the located error ``dump`` gives for code adcompile refuses (a
+    tuple of differentiated values, ``int(x)``), where the array test alone said "uses
+    NumPy arrays" and ``graph`` drew nodes marked "?".
+    """
+    compiled = generate_source(fs, wrt)
+    _scalar_only(fs, command)
+    return compiled
 
 
 def _scalar_only(fs: FunctionSource, command: str) -> None:
@@ -389,9 +400,8 @@ def command_graph(args: argparse.Namespace) -> int:
 def command_check(args: argparse.Namespace) -> int:
     """Compare the generated gradient with SymPy's partials; exit 1 on a mismatch."""
     fs = load_target(args.target)
-    _scalar_only(fs, "check")
     wrt = _requested_wrt(args, fs)
-    text, name = generate_source(fs, wrt)
+    text, name = _compile_scalar(fs, wrt, "check")
     gradient = load_module(text, f"{name} (check)")[name]
     given = args.at is not None
     points = [parse_point(at, fs.param_names(), fs.defaults) for at in args.at] if given else None

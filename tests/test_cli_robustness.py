@@ -237,3 +237,33 @@ def test_a_closed_standard_output_is_one_line_not_an_internal_error():
     assert quiet.returncode == 1 and quiet.stdout == ""
     dumped = _run_with_closed(2, "dump", "examples/seed.py:f")
     assert dumped.returncode == 0 and "def f_grad(" in dumped.stdout
+
+
+@pytest.mark.parametrize(
+    ("body", "refused"),
+    [
+        ("    t = (y, x)\n    return t[1] * x\n", "(y, x)"),  # "f uses NumPy arrays", exit 2
+        ("    return int(x) * y\n", "int(x)"),  # graph drew "?" nodes, exit 0
+        ("    return math.gamma(x) * y\n", "math.gamma(x)"),
+    ],
+)
+def test_check_explain_and_graph_give_dump_s_located_error(capsys, tmp_path, body, refused):
+    text = f"import math\n\n\ndef f(x, y):\n{body}"
+    target = tmp_path / "refused.py"
+    target.write_text(text)
+    line = _line_of(text, refused)
+    column = text.splitlines()[line - 1].index(refused) + 1
+    assert main(["dump", f"{target}:f"]) == 1
+    expected = capsys.readouterr().err
+    assert expected.startswith(f"{target}:{line}:{column}: error: ")
+    graph = str(tmp_path / "g.dot")
+    for command in (
+        ["check"],
+        ["check", "--at", "x=1.5,y=2"],
+        ["explain", "--at", "x=1.5,y=2"],
+        ["graph", "-o", graph],
+        ["graph", "-o", graph, "--at", "x=1.5,y=2"],
+    ):
+        assert main([command[0], f"{target}:f", *command[1:]]) == 1, command
+        assert capsys.readouterr().err == expected, command
+    assert not (tmp_path / "g.dot").exists()
