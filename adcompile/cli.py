@@ -407,11 +407,14 @@ def command_check(args: argparse.Namespace) -> int:
     points = [parse_point(at, fs.param_names(), fs.defaults) for at in args.at] if given else None
     try:
         report, reference = _compare(fs, gradient, points, wrt)
+        unverifiable = _set_aside_unverifiable(report)
         kinks = _settle_kinks(fs, report)
     except NoSamplePoints as exc:
         raise RunError(f"{exc.reason}; give a point in its domain with --at") from None
     except _RUN_FAILURES as exc:  # the user's function failed there
         raise _failed_at(exc, " or ".join(args.at) if given else "the sample points") from None
+    if not report.rows:
+        raise RunError("no partial can be verified: " + "; ".join(unverifiable))
     print(report.table())
     if not report.ok:
         print("MISMATCH: see the rows marked above")
@@ -421,7 +424,34 @@ def command_check(args: argparse.Namespace) -> int:
         print(f"OK: matches {reference}")
     for note in kinks:
         print(f"  {note}")
+    if unverifiable:
+        print("not verifiable (left out of the table):")
+    for note in unverifiable:
+        print(f"  {note}")
     return 0 if report.ok else 1
+
+
+def _set_aside_unverifiable(report: Any) -> list[str]:
+    """Take out of the report the rows whose reference is nan at a point with nan or inf
+    while the gradient gives a number: every difference quotient there is nan, so the
+    reference cannot tell a right partial (d(x*y)/dy = x at y=nan) from a wrong one. It is
+    neither a match nor a mismatch. Returns a note for each row taken out."""
+    notes = []
+    for row in list(report.rows):
+        coordinates = [v for v in row.point.values() if isinstance(v, float)]
+        if (
+            not math.isnan(row.expected)
+            or math.isnan(row.got)
+            or all(map(math.isfinite, coordinates))
+        ):
+            continue
+        report.rows.remove(row)
+        at = ", ".join(f"{k}={v!r}" for k, v in row.point.items())
+        notes.append(
+            f"d/d{row.param} at {at}: the reference is nan at a point with nan or inf (its "
+            f"difference quotients are nan there), so it cannot check the gradient's {row.got!r}"
+        )
+    return notes
 
 
 def _settle_kinks(fs: FunctionSource, report: Any) -> list[str]:

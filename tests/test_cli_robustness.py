@@ -267,3 +267,18 @@ def test_check_explain_and_graph_give_dump_s_located_error(capsys, tmp_path, bod
         assert main([command[0], f"{target}:f", *command[1:]]) == 1, command
         assert capsys.readouterr().err == expected, command
     assert not (tmp_path / "g.dot").exists()
+
+
+def test_a_partial_the_reference_cannot_compute_at_nan_is_not_a_mismatch(capsys, tmp_path):
+    """`check f --at x=1,y=nan` for f = x*y said MISMATCH for d/dy: mpmath's reference is
+    nan there (every difference quotient at y=nan is), the gradient gives x = 1.0, which is
+    d(x*y)/dy. Such a row is set aside as not verifiable, and said so."""
+    target = tmp_path / "mul.py"
+    target.write_text("def f(x, y):\n    return x * y\n")
+    assert main(["check", f"{target}:f", "--at", "x=1,y=nan"]) == 0
+    out = capsys.readouterr().out
+    assert "MISMATCH" not in out and "OK: matches" in out
+    assert "not verifiable" in out and "d/dy at x=1, y=nan" in out
+    assert main(["check", f"{target}:f", "--at", "x=1,y=nan", "--wrt", "y"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("adcompile: error: no partial can be verified: d/dy at x=1, y=nan")
