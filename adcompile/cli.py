@@ -51,7 +51,8 @@ class RunError(Exception):
 
 
 class _Once(argparse.Action):
-    """An option given at most once (``explain --at``: one point), not the last of several."""
+    """An option given at most once (``explain --at``: one point; ``--wrt``, whose
+    repeats are not added up), not silently the last of several."""
 
     def __call__(
         self,
@@ -92,7 +93,10 @@ def load_target(target: str) -> FunctionSource:
     # the module's name runs, so it is what is differentiated, or refused.
     if not isinstance(fn, types.FunctionType):
         kind = type(fn).__name__
-        raise LookupError(f"{where}:{func} is a {kind}, not a function defined with def or lambda")
+        article = "an" if kind[:1].lower() in "aeiou" else "a"
+        raise LookupError(
+            f"{where}:{func} is {article} {kind}, not a function defined with def or lambda"
+        )
     return load_function(fn)
 
 
@@ -238,11 +242,7 @@ def parse_point(
             raise UsageError(f"--at names {name!r}, which is not a parameter ({', '.join(params)})")
         if name in point:
             raise UsageError(f"--at gives {name} twice")
-        try:
-            # An integer literal stays an int: it may be a loop count.
-            point[name] = int(value) if value.strip().lstrip("+-").isdigit() else float(value)
-        except ValueError:
-            raise UsageError(f"--at {name}={value!r}: not a number") from None
+        point[name] = _number(name, value)
     for name, default in zip(params[len(params) - len(defaults) :], defaults, strict=True):
         if name not in point and type(default) in (int, float):
             point[name] = default
@@ -250,6 +250,26 @@ def parse_point(
     if missing:
         raise UsageError(f"--at is missing a value for {', '.join(missing)}")
     return {name: point[name] for name in params}  # in the order of the signature
+
+
+def _number(name: str, text: str) -> float | int:
+    """The number ``--at NAME=TEXT`` gives: an int for what Python reads as an int literal
+    (``10``, ``1_0``, ``0x3``: it may be a loop count), else a float. A float too large for
+    one (``1e400``) is refused, where it became inf silently; ``inf`` itself is allowed."""
+    try:
+        return int(text, 0)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"--at {name}={text!r}: not a number") from None
+    if math.isinf(value) and "inf" not in text.lower():
+        raise UsageError(
+            f"--at {name}={text!r}: too large for a float (it would be inf; write inf if "
+            "that is the point meant)"
+        )
+    return value
 
 
 def _wrt_argument(wrt: tuple[str, ...] | None) -> Any:
@@ -279,7 +299,7 @@ def _module_wrt(target: str) -> Any:
 
 def highlight(text: str, stream: Any) -> str:
     """Syntax-highlight Python text when ``stream`` is a terminal and pygments is present."""
-    if not getattr(stream, "isatty", lambda: False)():
+    if not getattr(stream, "isatty", lambda: False)() or not _colour_wanted():
         return text
     try:
         from pygments import highlight as pyg_highlight
@@ -288,6 +308,11 @@ def highlight(text: str, stream: Any) -> str:
     except ImportError:
         return text
     return pyg_highlight(text, PythonLexer(), TerminalFormatter())
+
+
+def _colour_wanted() -> bool:
+    """No colour when NO_COLOR is set to anything (no-color.org) or the terminal is dumb."""
+    return not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
 def command_dump(args: argparse.Namespace) -> int:
@@ -575,7 +600,9 @@ def build_parser() -> argparse.ArgumentParser:
     graph = commands.add_parser("graph", help="draw the computation graph")
     for sub in (dump, check, explain, graph):
         sub.add_argument("target", help="PATH.py:FUNC or package.module:FUNC")
-        sub.add_argument("--wrt", help="comma-separated parameter names (default: all)")
+        sub.add_argument(
+            "--wrt", action=_Once, help="comma-separated parameter names (default: all)"
+        )
     dump.add_argument(
         "--annotate", action="store_true", help="show the primal source beside the generated code"
     )

@@ -4,7 +4,9 @@ misleading message or a silently wrong answer."""
 
 from __future__ import annotations
 
+import io
 import itertools
+import math
 import os
 import subprocess
 import sys
@@ -282,3 +284,60 @@ def test_a_partial_the_reference_cannot_compute_at_nan_is_not_a_mismatch(capsys,
     assert main(["check", f"{target}:f", "--at", "x=1,y=nan", "--wrt", "y"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("adcompile: error: no partial can be verified: d/dy at x=1, y=nan")
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "coloured"),
+    [("NO_COLOR", "1", False), ("NO_COLOR", "", True), ("TERM", "dumb", False)],
+)
+def test_no_color_and_a_dumb_terminal_turn_highlighting_off(monkeypatch, variable, value, coloured):
+    pytest.importorskip("pygments")
+    from adcompile.cli import highlight
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.setenv(variable, value)  # NO_COLOR: any non-empty value (no-color.org)
+    text = "def f(x):\n    return x\n"
+    assert ("\x1b[" in highlight(text, _Terminal())) is coloured
+
+
+def test_a_non_function_target_is_named_with_the_right_article(capsys, tmp_path, monkeypatch):
+    target, _ = _module_target(tmp_path, monkeypatch, "f = 3\nimport math as g\n")
+    assert main(["dump", target]) == 1
+    assert ":f is an int, not a function" in capsys.readouterr().err
+    assert main(["dump", target.replace(":f", ":g")]) == 1
+    assert ":g is a module, not a function" in capsys.readouterr().err
+
+
+def test_wrt_given_twice_is_refused_not_the_last_one_kept(capsys):
+    for command in (["dump"], ["check"], ["explain", "--at", "x=1,y=2,z=3"]):
+        with pytest.raises(SystemExit) as stop:
+            main([command[0], "examples/seed.py:f", "--wrt", "x", "--wrt", "y", *command[1:]])
+        assert stop.value.code == 2
+        assert "--wrt is given more than once" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("10", 10), ("1_0", 10), ("0x3", 3), ("-7", -7), ("2.5", 2.5), ("1e3", 1000.0)],
+)
+def test_a_point_reads_numbers_as_python_does(text, expected):
+    from adcompile.cli import parse_point
+
+    value = parse_point(f"n={text}", ["n"])["n"]
+    python = eval(text)  # the literal as Python reads it: the independent truth
+    assert value == python == expected and type(value) is type(python)
+
+
+def test_a_point_too_large_for_a_float_is_refused_but_inf_is_allowed(capsys):
+    from adcompile.cli import UsageError, parse_point
+
+    with pytest.raises(UsageError, match="too large for a float"):
+        parse_point("x=1e400", ["x"])
+    assert parse_point("x=-inf", ["x"])["x"] == -math.inf
+    assert math.isnan(parse_point("x=nan", ["x"])["x"])
