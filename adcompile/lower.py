@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import math
 import operator
 import types
@@ -52,6 +53,7 @@ from .lower_arrays import (
     is_numpy,
     uses_numpy,
 )
+from .mutating_calls import first_mutating_call
 from .names import NameTable, function_identifiers, user_name_table
 from .rules import Rule, RuleTable, active_rules
 from .rules.registry import lookup_rule
@@ -1563,6 +1565,10 @@ class Lowerer(ArrayLowering):
 
     # ----- values with no derivative -----------------------------------------------------
     def _opaque(self, node: ast.expr, target: str, no_rule: Exception | None = None) -> None:
+        mutating = first_mutating_call(node, functools.partial(_resolved_or_none, self))
+        if mutating is not None:
+            message = messages.mutating_call(mutating)
+            raise self._error(UnsupportedSyntaxError, mutating, message)
         flags: list[str] = []
         if not self.in_loop_test and self._needs_own_path(node):  # (a `while` test is
             # evaluated again each time round.) A copy: the parsed tree is cached and shared.

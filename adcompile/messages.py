@@ -156,6 +156,16 @@ def call_statement(call: ast.Call) -> str:
     )
 
 
+def mutating_call(call: ast.Call) -> str:
+    """A call that changes an argument in place, its result kept or tested."""
+    shown = ast.unparse(call.func)
+    return (
+        f"`{shown}(...)` changes an array (or list) in place, which is not supported: the "
+        "gradient would not see the change; assign the new value instead "
+        "(`b = np.sort(b)`, `b = np.where(mask, 0.0, b)`)"
+    )
+
+
 def unpack_count(count: int) -> str:
     """A loop target that does not match the iteration's arity."""
     return f"the loop target must be {count} names here (`for a, b in ...`)"

@@ -667,3 +667,39 @@ def test_a_matmul_of_a_nested_list_differentiates_the_array_numpy_reads(tmp_path
         np.testing.assert_allclose(got[0], expected[0], rtol=1e-12)
         np.testing.assert_allclose(got[1], expected[1], rtol=1e-12)
     np.testing.assert_allclose(hessian(module.f, wrt=1)(a, v), 2.0 * np.array(a).T @ a)
+
+
+IN_PLACE_CALLS = [  # (a statement, the call's callee: where the error points)
+    ("_ = np.fill_diagonal(a, 0.0)", "np.fill_diagonal"),
+    ("_ = np.copyto(a, w)", "np.copyto"),
+    ("_ = np.put(a, 0, 1.0)", "np.put"),
+    ("_ = np.putmask(a, a > 1.0, 0.0)", "np.putmask"),
+    ("_ = np.place(a, a > 1.0, 0.0)", "np.place"),
+    ("_ = FILL(a, 0.0)", "FILL"),
+    ("_ = a.fill(0.0)", "a.fill"),
+    ("_ = a.sort()", "a.sort"),
+    ("_ = a.partition(1)", "a.partition"),
+    ("_ = a.__imul__(2.0)", "a.__imul__"),
+    ("k = np.sum(a) + (np.copyto(a, w) is None)", "np.copyto"),
+    ("if np.copyto(a, w) is None:\n        k = 1.0", "np.copyto"),
+]
+
+
+@pytest.mark.parametrize(("statement", "callee"), IN_PLACE_CALLS)
+def test_a_call_changing_an_array_in_place_is_refused_where_its_result_is_kept(
+    tmp_path, statement, callee
+):
+    """Refused as a statement of its own, such a call compiled once its result was kept:
+    dead code then, or run before the adjoint read the array, so the gradient (and jvp's
+    value) ignored the change or read the changed array."""
+    source = (
+        "import numpy as np\nfrom numpy import fill_diagonal as FILL\n\n\n"
+        f"def f(w):\n    a = w * 2.0\n    {statement}\n    return np.sum(a ** 2)\n"
+    )
+    module = module_from_source(tmp_path, source)
+    with pytest.raises(
+        UnsupportedSyntaxError, match=r"changes an array \(or list\) in place"
+    ) as info:
+        grad(module.f)
+    column = source.splitlines()[6].index(callee + "(") + 1
+    assert str(info.value).startswith(f"{module.__file__}:7:{column}:")
