@@ -356,6 +356,7 @@ class Lowerer(ArrayLowering):
         params = self.fs.param_names()
         body = self._function_body(node)
         self._check_returns(body)
+        self._refuse_none_returned(body)
         self._check_local_functions(body)
         self._find_unbound_reads(body)
         body = Desugar(self.names).function_body(body)
@@ -464,14 +465,15 @@ class Lowerer(ArrayLowering):
             body = body[1:]
         return body
 
-    def _refuse_none_returned(self, body: list[ast.stmt], returns: list[ast.Return]) -> None:
-        """A returned local may not be given None (``best = None`` ... ``return best``)."""
-        returned = {
-            node.id
-            for ret in returns
-            for node in _returned_values(ret.value)
-            if isinstance(node, ast.Name)
-        }
+    def _refuse_none_returned(self, body: list[ast.stmt]) -> None:
+        """The differentiated function may not return None: not ``return None``, nor a local
+        given None (``best = None`` ... ``return best``). (A helper may: its caller can test
+        the result, ``if h(x) is None:``.)"""
+        values = [value for ret in returns_in(body) for value in _returned_values(ret.value)]
+        for value in values:
+            if isinstance(value, ast.Constant) and value.value is None:
+                raise self._error(UnsupportedSyntaxError, value, messages.RETURN_NONE)
+        returned = {value.id for value in values if isinstance(value, ast.Name)}
         if not returned:
             return
         for stmt in _assignments_in(body):
@@ -503,15 +505,11 @@ class Lowerer(ArrayLowering):
         for ret in returns:
             if ret.value is None:
                 raise self._error(UnsupportedSyntaxError, ret, messages.RETURN_NOTHING)
-            for value in _returned_values(ret.value):
-                if isinstance(value, ast.Constant) and value.value is None:
-                    raise self._error(UnsupportedSyntaxError, value, messages.RETURN_NONE)
             if isinstance(ret.value, _TUPLE_LIST) and ret is not body[-1]:
                 several = (
                     messages.EARLY_RETURN_TUPLE if self.tuple_output else messages.RETURN_TUPLE
                 )
                 raise self._error(UnsupportedSyntaxError, ret.value, several)
-        self._refuse_none_returned(body, returns)
         if falls_off_end(body):  # returns inside an `if` or a loop, none on some path
             last = body[-1]
             raise self._error(UnsupportedSyntaxError, last, messages.falls_off_end(last))
