@@ -218,14 +218,15 @@ def test_a_file_function_without_parameters_is_located(capsys, tmp_path):
 def _run_with_closed(fd: int, *args: str) -> subprocess.CompletedProcess[str]:
     """``adcompile ARGS`` started with file descriptor ``fd`` closed (``>&-``, ``2>&-``)."""
     keep = {1: subprocess.DEVNULL, 2: subprocess.PIPE}  # the other stream, as a user has it
+    # The shell closes it, not a preexec_fn: that forces a fork, which JAX (imported by
+    # other tests in this process) warns about, and pytest turns the warning into an error.
     return subprocess.run(
-        [sys.executable, "-m", "adcompile", *args],
+        ["/bin/sh", "-c", f'exec "$@" {fd}>&-', "sh", sys.executable, "-m", "adcompile", *args],
         stdout=subprocess.PIPE if fd == 2 else keep[1],
         stderr=keep[2],
         text=True,
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
-        preexec_fn=lambda: os.close(fd),
         check=False,
     )
 
