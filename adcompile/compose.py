@@ -40,7 +40,14 @@ def _cached(fn: Callable[..., Any], kind: str, wrt: Wrt = None) -> Callable[...,
         # Compiling may load rule tables (NumPy's, on first use): the key after it is the
         # one the next call computes.
         per_function[key] = per_function[_cache_key(fn, kind, wrt)] = compiled
+        while len(per_function) > _VERSIONS_KEPT:  # the oldest first: dicts keep order
+            del per_function[next(iter(per_function))]
     return per_function[key]
+
+
+# Compiled versions kept per function: a constant changed in every step of a training loop
+# would otherwise keep one version per value, for good.
+_VERSIONS_KEPT = 16
 
 
 def _cache_key(fn: Callable[..., Any], kind: str, wrt: Wrt) -> tuple:

@@ -16,6 +16,7 @@ import math
 import numbers
 import textwrap
 import warnings
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -416,6 +417,10 @@ def _helper_source(name: str) -> str:
     return textwrap.dedent("".join(lines[node.lineno - 1 : node.end_lineno]))
 
 
+class _LinesKeeper:
+    """Lives as long as a generated module's namespace: its end drops the module's lines."""
+
+
 def load_module(
     text: str, label: str, arrays: dict[str, object] | None = None
 ) -> dict[str, object]:
@@ -428,6 +433,10 @@ def load_module(
     filename = f"<adcompile {label} #{next(_COUNTER)}>"
     linecache.cache[filename] = (len(text), None, source_lines(text, keepends=True), filename)
     namespace: dict[str, object] = {"__name__": "adcompile_generated", **(arrays or {})}
+    # The lines are kept while the module's functions live (they all hold its namespace),
+    # and no longer: `linecache.checkcache` never drops an entry without a file.
+    namespace["__adcompile_lines__"] = keeper = _LinesKeeper()
+    weakref.finalize(keeper, linecache.cache.pop, filename, None)
     code, docstrings = instrument(text, filename, namespace)
     exec(compile(code, filename, "exec"), namespace)
     for name, doc in docstrings.items():

@@ -252,3 +252,35 @@ def test_a_file_edited_after_import_is_read_again(tmp_path):
     namespace: dict[str, object] = {}
     exec(compile(path.read_text(), str(path), "exec"), namespace)
     assert grad(namespace["f"])(3.0) == 27.0
+
+
+def _generated_line_entries() -> int:
+    import linecache
+
+    return sum(1 for name in linecache.cache if name.startswith("<adcompile "))
+
+
+def test_compiled_versions_and_their_lines_do_not_pile_up(tmp_path: Path) -> None:
+    """A constant changed on every step (a schedule in a training loop) kept one compiled
+    version per value for jvp, and every compile kept its lines in linecache for good."""
+    import gc
+
+    from adcompile import jvp
+
+    module = module_from_source(tmp_path, "K = 1.0\n\n\ndef f(x):\n    return x * K\n")
+    gc.collect()
+    before = _generated_line_entries()
+    for step in range(200):
+        module.K = float(step)
+        assert jvp(module.f, (2.0,), (1.0,)) == (2.0 * step, float(step))
+        assert grad(module.f)(1.0) == float(step)
+    gc.collect()
+    assert _generated_line_entries() - before <= 20
+    import linecache
+
+    alive = grad(module.f)
+    name = alive.__code__.co_filename
+    assert linecache.getlines(name)  # a living gradient's lines stay, for tracebacks
+    del alive
+    gc.collect()
+    assert not linecache.cache.get(name)
