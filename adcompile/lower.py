@@ -1242,7 +1242,9 @@ class Lowerer(ArrayLowering):
         if literal is not None:  # `w=(1.0, 2.0)`: as if passed (a value with no derivative)
             return self._atom(ast.fix_missing_locations(ast.copy_location(literal, node)))
         message = messages.default_not_number(binding.param, binding.default)
-        raise self._error(UnsupportedSyntaxError, node, message)
+        # A nested function's default is in this file: shown where it is written.
+        where = getattr(binding.default, "node", node)
+        raise self._error(UnsupportedSyntaxError, where, message)
 
     def lower_inline(self, target: str) -> int | None:
         """Lower this (callee) function's body, its return value going to ``target``.
@@ -1848,6 +1850,8 @@ def _resolved_or_none(lowerer: Lowerer, func: ast.expr) -> object:
 class _DefaultExpression(str):
     """A nested function's default that is not a number literal (shown in the error)."""
 
+    node: ast.expr  # where it is written
+
     def __repr__(self) -> str:
         return f"`{self}`, an expression (a nested function's default must be a number)"
 
@@ -1857,7 +1861,11 @@ def _nested_default(expr: ast.expr) -> object:
     ``eps=-1e-3``). Python evaluates a default once, where the ``def`` runs; any other
     expression could read values that change before the call, so it is refused."""
     value = literal_value(expr)
-    return value if isinstance(value, _NUMBER_TYPES) else _DefaultExpression(ast.unparse(expr))
+    if isinstance(value, _NUMBER_TYPES):
+        return value
+    default = _DefaultExpression(ast.unparse(expr))
+    default.node = expr
+    return default
 
 
 def _function_name(node: ast.FunctionDef | ast.Lambda, bound_to: str) -> str:

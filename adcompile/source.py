@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import codecs
 import importlib
 import linecache
 import os
@@ -142,7 +143,13 @@ def _first_line(node: ast.AST) -> int:
 
 
 def _code_positions(code: types.CodeType) -> list[tuple[int, int]]:
-    return [(line, col) for line, _, col, _ in code.co_positions() if line and col is not None]
+    """Where the code's instructions come from, but those of no width: every function
+    starts with a RESUME placed at column 0 of its first line, inside no lambda's body."""
+    return [
+        (line, col)
+        for line, end_line, col, end_col in code.co_positions()
+        if line and col is not None and (end_line, end_col) != (line, col)
+    ]
 
 
 def _contains(node: ast.AST, line: int, col: int) -> bool:
@@ -272,7 +279,7 @@ def function_node(fn: types.FunctionType) -> tuple[FunctionNode, list[str]]:
     linecache.checkcache(filename)  # a file edited since it was read (as inspect does)
     lines = linecache.getlines(filename, fn.__globals__)
     if not lines:
-        raise _no_source_file(fn, filename)
+        raise _undecodable_file(filename) or _no_source_file(fn, filename)
     node = _parse_own_lines(lines, code)
     if node is None:
         node = _find_node(_parse_file(filename, "".join(lines)), code)
@@ -290,6 +297,26 @@ def function_node(fn: types.FunctionType) -> tuple[FunctionNode, list[str]]:
             Location(filename, line, column, text),
         )
     return node, lines
+
+
+def _undecodable_file(filename: str) -> AdcompileError | None:
+    """The error for a file that exists but does not decode as Python source (linecache
+    then gives no lines, as for a function without a file), or None."""
+    from pathlib import Path
+
+    file = Path(filename)
+    try:
+        with tokenize.open(file) as handle:
+            handle.read()
+    except UnicodeDecodeError as exc:  # Python imports a bad byte in a comment
+        return UnsupportedSyntaxError(
+            f"cannot read {filename} as Python source: {exc.reason} ({exc.encoding}); save "
+            "it in that encoding, or declare the one it is in (`# -*- coding: latin-1 -*-`)",
+            _undecodable_location(file),
+        )
+    except (OSError, SyntaxError):
+        return None
+    return None
 
 
 def _no_source_file(fn: types.FunctionType, filename: str) -> AdcompileError:
@@ -511,6 +538,9 @@ def _undecodable_location(file: object) -> Location:
     """Where the first byte that does not decode is: its line and column."""
     raw = file.read_bytes()
     encoding, _ = tokenize.detect_encoding(iter(raw.splitlines(keepends=True)).__next__)
+    if encoding == "utf-8-sig" and raw.startswith(codecs.BOM_UTF8):
+        # The decoder's offsets count from after the BOM: index bytes without it.
+        raw, encoding = raw[len(codecs.BOM_UTF8) :], "utf-8"
     try:
         raw.decode(encoding)
     except UnicodeDecodeError as exc:
