@@ -243,8 +243,18 @@ def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
         value = fn()
         return value, _zeros_like(value)
     generated = _cached(fn, "jvp", list(range(len(primals))))
+    arrays = list(_array_leaves(complete, sys.modules["numpy"])) if "numpy" in sys.modules else []
+    if generated.adcompile_array_code and any(map(_is_complex, [*complete, *arrays])):
+        raise TypeError(
+            "jvp: only real arrays are differentiated here; an argument is complex (the "
+            "derivative rules, np.abs's among them, are those of real values)"
+        )
     value, tangent = generated(*complete, *tangents)
     return value, _not_sharing(tangent, (*complete, *tangents))
+
+
+def _is_complex(value: Any) -> bool:
+    return isinstance(value, complex) or getattr(getattr(value, "dtype", None), "kind", "") == "c"
 
 
 def _zeros_like(value: Any) -> Any:

@@ -703,3 +703,33 @@ def test_a_call_changing_an_array_in_place_is_refused_where_its_result_is_kept(
         grad(module.f)
     column = source.splitlines()[6].index(callee + "(") + 1
     assert str(info.value).startswith(f"{module.__file__}:7:{column}:")
+
+
+COMPLEX_ABS = """
+import numpy as np
+
+
+def f(z):
+    return np.sum(np.abs(z * z))
+"""
+
+
+def test_complex_arrays_are_refused_when_called(tmp_path):
+    """The rules are real ones: np.abs's adjoint is g * z / |z| while z * z passes g * 2z
+    back (not its conjugate), so grad of sum(|z * z|) gave [-4.4-0.8j, ...], in no
+    convention (PyTorch and finite differences give 2z, JAX its conjugate)."""
+    module = module_from_source(tmp_path, COMPLEX_ABS)
+    z = np.array([1 + 2j, -0.5 + 0.3j])
+    calls = [
+        lambda: grad(module.f)(z),
+        lambda: grad(module.f, mode="forward")(z),
+        lambda: jvp(module.f, (z,), (z,)),
+        lambda: vjp(module.f, z)[1](1.0),
+        lambda: jacobian(module.f)(z),
+        lambda: hessian(module.f)(z),
+    ]
+    for call in calls:
+        with pytest.raises(TypeError, match="only real arrays are differentiated"):
+            call()
+    x = z.real  # real values still differentiate: d/dx sum(x^2) = 2x
+    np.testing.assert_allclose(grad(module.f)(x), 2.0 * x)

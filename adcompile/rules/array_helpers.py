@@ -20,6 +20,11 @@ def unbroadcast(g, x):
     except AttributeError:  # a Python number on either side
         pass
     shape, dtype = np.shape(x), getattr(x, "dtype", None)
+    if isinstance(x, complex) or (dtype is not None and dtype.kind == "c"):
+        raise TypeError(
+            "only real arrays are differentiated here; this argument is complex (the "
+            + "derivative rules, np.abs's among them, are those of real values)"
+        )
     extra = np.ndim(g) - len(shape)
     if extra > 0:
         g = np.sum(g, axis=tuple(range(extra)))
