@@ -733,3 +733,41 @@ def test_complex_arrays_are_refused_when_called(tmp_path):
             call()
     x = z.real  # real values still differentiate: d/dx sum(x^2) = 2x
     np.testing.assert_allclose(grad(module.f)(x), 2.0 * x)
+
+
+VAR_STD = """
+import numpy as np
+
+
+def variance(x):
+    return np.var(x)
+
+
+def spread(x):
+    return np.std(x)
+
+
+def row_variances(x):
+    return np.sum(np.var(x, axis=1))
+"""
+
+
+def test_float32_var_and_std_gradients_keep_their_digits(tmp_path):
+    """The adjoint is 2 (x - mean) / n: with x near 1000 and spread 0.01, float32's mean is
+    off by as much as the spread, and the gradient lost 3 digits (1.2e-3; JAX 6e-8)."""
+    module = module_from_source(tmp_path, VAR_STD)
+    rng = np.random.default_rng(0)
+    x = (1000.0 + 0.01 * rng.standard_normal((4, 250))).astype(np.float32)
+    wide = x.astype(np.float64)  # the same values, and float64 arithmetic for the reference
+    deviation = wide - wide.mean()
+    rows = wide - wide.mean(axis=1, keepdims=True)
+    references = {
+        "variance": 2.0 * deviation / wide.size,
+        "spread": deviation / (wide.size * wide.std()),
+        "row_variances": 2.0 * rows / rows.shape[1],
+    }
+    for name, reference in references.items():
+        got = grad(getattr(module, name))(x)
+        assert got.dtype == np.float32
+        error = np.max(np.abs(got - reference)) / np.max(np.abs(reference))
+        assert error < 2e-6, (name, error)

@@ -339,8 +339,12 @@ def mean(x, result, g, *, axis=None, keepdims=False):
 def var(x, result, g, *, axis=None, keepdims=False, ddof=0):
     # var = sum((x - mean)**2) / (n - ddof), n the count of each reduced group.
     n = np.size(x) / max(np.size(result), 1)
+    # Centred twice: the second mean takes out the first one's rounding (in float32, x's
+    # mean is off by about |mean| * 6e-8, as large as the spread of nearly equal x).
+    centred = x - np.mean(x, axis=axis, keepdims=True)
+    centred = centred - np.mean(centred, axis=axis, keepdims=True)
     return np.full(np.shape(x), (g if axis is None or keepdims else np.expand_dims(g, axis))) * (
-        (x - np.mean(x, axis=axis, keepdims=True)) * (2.0 / (n - ddof or np.nan))
+        centred * (2.0 / (n - ddof or np.nan))
     )
 
 
@@ -349,8 +353,10 @@ def std(x, result, g, *, axis=None, keepdims=False, ddof=0):
     # std = sqrt(var): var's adjoint over 2 * std (nan where std == 0, as in JAX).
     n = np.size(x) / max(np.size(result), 1)
     spread = result if axis is None or keepdims else np.expand_dims(result, axis)
+    centred = x - np.mean(x, axis=axis, keepdims=True)
+    centred = centred - np.mean(centred, axis=axis, keepdims=True)  # as var's
     return np.full(np.shape(x), (g if axis is None or keepdims else np.expand_dims(g, axis))) * (
-        (x - np.mean(x, axis=axis, keepdims=True)) / ((n - ddof) * spread)
+        centred / ((n - ddof) * spread)
     )
 
 
