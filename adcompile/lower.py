@@ -14,7 +14,7 @@ import functools
 import math
 import operator
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 
 from . import messages
@@ -55,6 +55,7 @@ from .lower_arrays import (
 )
 from .mutating_calls import first_mutating_call
 from .names import NameTable, function_identifiers, user_name_table
+from .none_returns import none_returned
 from .rules import Rule, RuleTable, active_rules
 from .rules.registry import lookup_rule
 from .source import (
@@ -150,45 +151,6 @@ def assigned_names(body: list[ast.stmt]) -> set[str]:
         for target in targets:
             found.update(n.id for n in walk(target) if isinstance(n, ast.Name))
     return found
-
-
-def _none_literal(expr: ast.expr) -> ast.Constant | None:
-    """The literal ``None`` that ``expr`` may evaluate to (itself, or an operand of a
-    conditional expression, ``and`` or ``or``), or None."""
-    if isinstance(expr, ast.Constant):
-        return expr if expr.value is None else None
-    if isinstance(expr, ast.IfExp):
-        return _none_literal(expr.body) or _none_literal(expr.orelse)
-    if isinstance(expr, ast.BoolOp):
-        return next(filter(None, map(_none_literal, expr.values)), None)
-    return None
-
-
-def _returned_values(expr: ast.expr) -> Iterator[ast.expr]:
-    """The expressions whose value ``return expr`` may give (elements of a tuple too)."""
-    if isinstance(expr, ast.Tuple | ast.List):
-        for item in expr.elts:
-            yield from _returned_values(item)
-    elif isinstance(expr, ast.IfExp):
-        yield from _returned_values(expr.body)
-        yield from _returned_values(expr.orelse)
-    elif isinstance(expr, ast.BoolOp):
-        for item in expr.values:
-            yield from _returned_values(item)
-    else:
-        yield expr
-
-
-def _assignments_in(body: list[ast.stmt]) -> Iterator[ast.Assign | ast.AnnAssign]:
-    """The assignments among the statements, in their blocks too (not in nested functions)."""
-    stack = list(body)
-    while stack:
-        stmt = stack.pop()
-        if stmt.__class__ is ast.Assign or stmt.__class__ is ast.AnnAssign:
-            yield stmt
-        elif stmt.__class__ in _COMPOUND:
-            stack.extend(getattr(stmt, "body", []))
-            stack.extend(getattr(stmt, "orelse", []))
 
 
 def returns_in(body: list[ast.stmt]) -> list[ast.Return]:
@@ -466,24 +428,16 @@ class Lowerer(ArrayLowering):
         return body
 
     def _refuse_none_returned(self, body: list[ast.stmt]) -> None:
-        """The differentiated function may not return None: not ``return None``, nor a local
-        given None (``best = None`` ... ``return best``). (A helper may: its caller can test
-        the result, ``if h(x) is None:``.)"""
-        values = [value for ret in returns_in(body) for value in _returned_values(ret.value)]
-        for value in values:
-            if isinstance(value, ast.Constant) and value.value is None:
-                raise self._error(UnsupportedSyntaxError, value, messages.RETURN_NONE)
-        returned = {value.id for value in values if isinstance(value, ast.Name)}
-        if not returned:
+        """The differentiated function may not return None (``none_returns.py``). (A helper
+        may: its caller can test the result, ``if h(x) is None:``.)"""
+        found = none_returned(body)
+        if found is None:
             return
-        for stmt in _assignments_in(body):
-            if stmt.value is not None:
-                none = _none_literal(stmt.value)
-                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                for target in targets:
-                    if none is not None and isinstance(target, ast.Name) and target.id in returned:
-                        message = messages.none_returned(target.id)
-                        raise self._error(UnsupportedSyntaxError, none, message)
+        if found.given is None:
+            message = messages.RETURN_NONE
+        else:
+            message = messages.none_returned(found.where.id, found.given.lineno)
+        raise self._error(UnsupportedSyntaxError, found.where, message)
 
     def _check_local_functions(self, body: list[ast.stmt]) -> None:
         """Each nested function is bound once and called only where it is surely defined."""

@@ -47,17 +47,18 @@ TOO_MANY_LOOPS = (
 )
 RETURN_NOTHING = "`return` needs a value: grad differentiates the returned number"
 RETURN_NONE = (
-    "`None` may be returned here, but grad differentiates the returned number (its gradient "
+    "`None` may be returned here, but the returned value is differentiated (its derivative "
     "would be silently 0); return a number, or raise where there is no value"
 )
 
 
-def none_returned(name: str) -> str:
-    """A local that is returned and may still hold the None given to it."""
+def none_returned(name: str, line: int) -> str:
+    """A returned local that may still hold the None given to it."""
     return (
-        f"`{name}` is given None here and returned later, but grad differentiates the "
-        "returned number (its gradient would be silently 0 wherever it is still None); "
-        f"start `{name}` at a number (0.0, or -math.inf for a running maximum)"
+        f"`{name}` may still hold the None given to it on line {line} when it is returned "
+        "here, but the returned value is differentiated (its derivative would be silently "
+        f"0); start `{name}` at a number (0.0, or -math.inf for a running maximum), or "
+        "give it a value on every path"
     )
 
 

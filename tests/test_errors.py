@@ -39,6 +39,7 @@ CASES = [
     ("yield x\nreturn x", "yield", U, "`yield`"),
     ("return (z := x * 2)", "z :=", U, "walrus"),
     ("return [x, y]", "[x, y]", U, "several values"),
+    ("return [(x, None), (x, 1.0)]", "[(x", U, "several values"),  # not about the None
     ("return x, y", "x, y", U, "several values"),
     ("z = {'a': x}\nreturn x", "{'a'", U, "dicts"),
     ("s = f'{x}'\nreturn x", "f'", U, "f-strings"),
@@ -103,8 +104,15 @@ CASES = [
     ("if x > 0:\n    return None\nreturn x", "None", U, "`None` may be returned here"),
     ("return x if x > 0 else None", "None", U, "`None` may be returned here"),
     ("return y and None", "None", U, "`None` may be returned here"),
-    ("z = None\nif x > 0:\n    z = x * y\nreturn z", "None", U, "`z` is given None here"),
-    ("z: float = None\nreturn z if x > 0 else y", "None", U, "`z` is given None here"),
+    ("z = None\nif x > 0:\n    z = x * y\nreturn z", "z\n", U, "`z` may still hold the None"),
+    ("z: float = None\nreturn z if x > 0 else y", "z if", U, "given to it on line"),
+    ("z = None\nif x > 0:\n    z = x\nw = z\nreturn w", "w\n", U, "`w` may still hold"),
+    (
+        "z = None\nfor i in range(3):\n    if y > i:\n        break\n    z = x\nreturn z",
+        "z\n",
+        U,
+        "`z` may still hold",
+    ),
     ("def h(a):\n    return a * x\nreturn h", "h\n", U, "is a function here, not a number"),
 ]
 
@@ -286,6 +294,47 @@ def f(x):
         grad(module.f)
     column = 4 + use.index("helper") + 1  # 1-based, after the body's indent
     assert str(caught.value).startswith(f"{module.__file__}:8:{column}: cannot read")
+
+
+NONE_THEN_NUMBER = """
+def overwritten(x):
+    best = None
+    best = x * x
+    return best
+
+
+def both_arms(x):
+    r = None
+    if x > 0:
+        r = x * x
+    else:
+        r = -x
+    return r
+
+
+def until_set(x):
+    r = None
+    while r is None:
+        r = x * 4.0
+    return r
+
+
+def running_maximum(x):
+    best = None
+    for i in range(3):
+        if best is None or x * i > best:
+            best = x * i
+    return best
+"""
+
+
+def test_a_local_given_none_then_a_number_on_every_path_compiles(tmp_path):
+    """Every path gives it a number before the return: refusing these was a false alarm."""
+    module = module_from_source(tmp_path, NONE_THEN_NUMBER)
+    assert grad(module.overwritten)(1.5) == 3.0
+    assert grad(module.both_arms)(1.5) == 3.0 and grad(module.both_arms)(-1.5) == -1.0
+    assert grad(module.until_set)(1.5) == 4.0
+    assert grad(module.running_maximum)(1.5) == 2.0  # max(0, x, 2x) at x > 0: 2x
 
 
 def test_lambdas_sharing_a_line_are_told_apart(tmp_path):

@@ -268,6 +268,15 @@ def test_a_pullback_of_array_outputs_checks_each_shape() -> None:
     assert np.allclose(got[0], [2.0 * y[0], y[1]]) and np.allclose(got[1], [2.0 * x[0], x[1]])
 
 
+def _with_a_none_output(x):
+    return x * 2.0, None
+
+
+def test_a_none_among_a_tuples_outputs_is_an_output_with_no_derivative() -> None:
+    assert jacobian(_with_a_none_output)(1.5) == (2.0, 0.0)
+    assert jvp(_with_a_none_output, (1.5,), (1.0,)) == ((3.0, None), (2.0, 0.0))
+
+
 def test_jvp_and_vjp_with_every_argument_left_to_its_default() -> None:
     """As JAX: no primals, no tangents; no cotangents come back (it gave two)."""
     assert jvp(_both_defaults, (), ()) == (2.0, 0.0)
