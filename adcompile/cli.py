@@ -341,11 +341,11 @@ def _explained(args: argparse.Namespace, required: bool) -> tuple[FunctionSource
 
     fs = load_target(args.target)
     wrt = _requested_wrt(args, fs)
+    resolve_wrt(fs.param_names(), wrt, fs.name)  # a bad --wrt is a usage error (exit 2)
+    _compile_scalar(fs, wrt, args.command)  # what cannot be explained says so first
     if args.at is None and required:
         raise UsageError("explain needs a point: --at NAME=VALUE,... (e.g. --at x=4,y=-3)")
     point = None if args.at is None else parse_point(args.at, fs.param_names(), fs.defaults)
-    resolve_wrt(fs.param_names(), wrt, fs.name)  # a bad --wrt is a usage error (exit 2)
-    _compile_scalar(fs, wrt, args.command)
     if point is None:
         return fs, None
     try:

@@ -69,14 +69,45 @@ def _position(node: ast.AST) -> tuple[int, int]:
 
 def _last_binding(tree: ast.Module, name: str) -> ast.AST | None:
     """What binds (or deletes) ``name`` in the last module-level statement that does; a
-    ``global name`` in any function, which binds it when that function runs, comes last."""
+    function declaring ``global name`` and assigning it, which binds it when that function
+    runs, comes last. A script's ``if __name__ == "__main__":`` block does not count: it
+    does not run when the module is imported."""
     for node in ast.walk(tree):
-        if isinstance(node, ast.Global) and name in node.names:
-            return node
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            declared = any(
+                isinstance(inner, ast.Global) and name in inner.names for inner in ast.walk(node)
+            )
+            binding = declared and _binding_in_body(node, name)
+            if binding:
+                return binding
     last = None
     for stmt in tree.body:
-        last = _binding_in(stmt, name) or last
+        if not _is_main_block(stmt):
+            last = _binding_in(stmt, name) or last
     return last
+
+
+def _binding_in_body(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> ast.AST | None:
+    """What in ``function``'s own body binds ``name`` (its nested functions are scopes of
+    their own, though a nested ``def name`` binds it)."""
+    for stmt in function.body:
+        binding = _binding_in(stmt, name)
+        if binding is not None:
+            return binding
+    return None
+
+
+def _is_main_block(stmt: ast.stmt) -> bool:
+    """``if __name__ == "__main__":`` (either way round)."""
+    if not (isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Compare)):
+        return False
+    test = stmt.test
+    if len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s.id for s in sides if isinstance(s, ast.Name)]
+    texts = [s.value for s in sides if isinstance(s, ast.Constant)]
+    return names == ["__name__"] and texts == ["__main__"]
 
 
 def _binding_in(stmt: ast.stmt, name: str) -> ast.AST | None:

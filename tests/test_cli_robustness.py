@@ -38,7 +38,7 @@ def _line_of(text: str, fragment: str) -> int:
         ("import os\nif os.sep:\n    f = abs\n", "    f = abs", 5),  # the assignment's f
         ("from fractions import f\n", "from fractions import f", 23),  # the imported name
         ("from collections import *\n", "from collections import *", 1),
-        ("def h():\n    global f\n    f = abs\n", "global f", 5),
+        ("def h():\n    global f\n    f = abs\n", "    f = abs", 5),  # when h runs
         ("for f in range(2):\n    pass\n", "for f in", 5),
     ],
 )
@@ -67,6 +67,8 @@ def test_a_file_target_bound_again_after_its_def_is_refused(
         "f: int\n",  # an annotation alone binds nothing
         "def g(f):\n    f = 2\n    return f\n",  # another scope
         "def f(x):\n    return x * x * x\n",  # a second def: the module's f is this one
+        "def main():\n    global f\n    return 0\n",  # declared, never assigned
+        'if __name__ == "__main__":\n    with open(__file__) as f:\n        pass\n',  # a script
     ],
 )
 def test_a_file_target_s_name_used_but_not_rebound_is_read(capsys, tmp_path, after):
@@ -264,6 +266,7 @@ def test_check_explain_and_graph_give_dump_s_located_error(capsys, tmp_path, bod
         ["check"],
         ["check", "--at", "x=1.5,y=2"],
         ["explain", "--at", "x=1.5,y=2"],
+        ["explain"],  # not "explain needs a point" first, then the real reason
         ["graph", "-o", graph],
         ["graph", "-o", graph, "--at", "x=1.5,y=2"],
     ):
