@@ -240,6 +240,7 @@ def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
         _check_structure(primal, tangent, f"argument {index}")
     complete = _completer(fn)(primals)  # a TypeError for too many, as calling fn gives
     if not primals:  # every argument left to its default: none varies
+        _compiled_for_every_parameter(fn, "jvp")  # what cannot be differentiated says so
         value = fn()
         return value, _zeros_like(value)
     generated = _cached(fn, "jvp", list(range(len(primals))))
@@ -328,10 +329,13 @@ def vjp(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tup
     """``(fn(*primals), pullback)``; ``pullback(ct)`` is one cotangent per argument."""
     point = _private(_completer(fn)(primals))  # the point, even if the caller's arrays change
     given = len(primals)
-    generated = _cached(fn, "vjp", list(range(given)) or None)  # None: every parameter
-    _refuse_arrays_in_number_code(fn, generated, primals, "vjp")
-    outputs = generated.adcompile_outputs
+    if given:
+        generated = _cached(fn, "vjp", list(range(given)))
+        _refuse_arrays_in_number_code(fn, generated, primals, "vjp")
+    else:  # every argument left to its default: checked, but nothing to differentiate
+        generated = _compiled_for_every_parameter(fn, "vjp")
     value = fn(*_private(primals))
+    outputs = _output_count(generated, value)
     primals = point
 
     def pullback(cotangent: Any) -> tuple:
@@ -345,6 +349,21 @@ def vjp(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tup
         return _not_sharing(generated(*primals, *cotangents), cotangents)
 
     return value, pullback
+
+
+def _compiled_for_every_parameter(fn: Callable[..., Any], kind: str) -> Callable[..., Any] | None:
+    """``kind`` compiled for every parameter (refusing what it cannot differentiate), or
+    None for a function without parameters (nothing to compile)."""
+    if not load_function(fn).param_names():
+        return None
+    return _cached(fn, kind, None)
+
+
+def _output_count(generated: Callable[..., Any] | None, value: Any) -> int | None:
+    """How many outputs a tuple output has (None: one output), from the compiled code."""
+    if generated is not None:
+        return generated.adcompile_outputs
+    return len(value) if isinstance(value, tuple) else None
 
 
 def _checked_cotangents(cotangent: Any, value: tuple, outputs: int) -> tuple:
@@ -368,10 +387,11 @@ def _checked_cotangent(cotangent: Any, output: Any, where: str) -> Any:
     A 0-d array comes back as a NumPy scalar: code compiled for numbers adds adjoints in
     place (``b_x += ...``), which would change the caller's array and every later read of it.
     """
-    if isinstance(cotangent, tuple | list | dict | str | bytes):
+    if cotangent is None or isinstance(cotangent, tuple | list | dict | str | bytes):
+        what = "None" if cotangent is None else f"a {type(cotangent).__name__}"
         raise TypeError(
-            f"vjp: the cotangent of {where} is a {type(cotangent).__name__}; it must be a "
-            f"number or an array of {where}'s shape {_shape(output)}"
+            f"vjp: the cotangent of {where} is {what}; it must be a number or an array of "
+            f"{where}'s shape {_shape(output)}"
         )
     if _shape(cotangent) != _shape(output):
         raise ValueError(

@@ -265,6 +265,7 @@ class Lowerer(ArrayLowering):
         # Array code only: names that hold one array (aliasing.py); set in array mode.
         self.shared: OwnedArrays | None = None
         self.local_functions: dict[str, ast.FunctionDef | ast.Lambda] = {}
+        self._nested: dict[str, ast.FunctionDef | ast.Lambda] = {}  # (for none_returns.py)
         self.closure: Lowerer | None = None  # the enclosing function of a nested def/lambda
         self.in_loop_test = False
         if parent is None:
@@ -318,7 +319,7 @@ class Lowerer(ArrayLowering):
         params = self.fs.param_names()
         body = self._function_body(node)
         self._check_returns(body)
-        self._refuse_none_returned(body)
+        self._refuse_none_returned(body)  # before lowering, which rewrites early returns
         self._check_local_functions(body)
         self._find_unbound_reads(body)
         body = Desugar(self.names).function_body(body)
@@ -430,14 +431,50 @@ class Lowerer(ArrayLowering):
     def _refuse_none_returned(self, body: list[ast.stmt]) -> None:
         """The differentiated function may not return None (``none_returns.py``). (A helper
         may: its caller can test the result, ``if h(x) is None:``.)"""
-        found = none_returned(body)
+        self._nested = _nested_functions(body)
+        found = none_returned(self.fs.node, body, self._may_return_none)
         if found is None:
             return
-        if found.given is None:
+        where, given = found.where, found.given
+        if isinstance(where, ast.Call):
+            message = messages.call_returns_none(ast.unparse(where.func))
+        elif given is None:
             message = messages.RETURN_NONE
+        elif isinstance(given, ast.arg):
+            message = messages.none_default_returned(where.id)
         else:
-            message = messages.none_returned(found.where.id, found.given.lineno)
-        raise self._error(UnsupportedSyntaxError, found.where, message)
+            message = messages.none_returned(where.id, given.lineno)
+        raise self._error(UnsupportedSyntaxError, where, message)
+
+    def _may_return_none(
+        self, call: ast.Call, inside: FunctionSource | None = None, seen: frozenset = frozenset()
+    ) -> bool:
+        """Whether ``call``, of the user's own function, may return None on some path."""
+        callee = self._none_callee(call.func, inside)
+        if callee is None or id(callee.node) in seen:  # (recursion is refused elsewhere)
+            return False
+        seen = seen | {id(callee.node)}
+        check = functools.partial(self._may_return_none, inside=callee, seen=seen)
+        return none_returned(callee.node, self._function_body(callee.node), check) is not None
+
+    def _none_callee(self, func: ast.expr, inside: FunctionSource | None) -> FunctionSource | None:
+        """The user's function ``func`` calls, in this function (a nested one too) or in the
+        helper ``inside``; None for anything else."""
+        if inside is None:
+            nested = self._nested.get(func.id) if isinstance(func, ast.Name) else None
+            if nested is not None:
+                return replace(self.fs, node=nested, name=_function_name(nested, func.id))
+            target = _resolved_or_none(self, func)
+        elif isinstance(func, ast.Name):
+            target = inside.namespace.get(func.id)
+        else:
+            return None
+        if isinstance(target, FunctionSource):
+            return target
+        try:
+            return _user_function_source(target)
+        except AdcompileError:
+            return None
 
     def _check_local_functions(self, body: list[ast.stmt]) -> None:
         """Each nested function is bound once and called only where it is surely defined."""
@@ -1519,10 +1556,6 @@ class Lowerer(ArrayLowering):
 
     # ----- values with no derivative -----------------------------------------------------
     def _opaque(self, node: ast.expr, target: str, no_rule: Exception | None = None) -> None:
-        mutating = first_mutating_call(node, functools.partial(_resolved_or_none, self))
-        if mutating is not None:
-            message = messages.mutating_call(mutating)
-            raise self._error(UnsupportedSyntaxError, mutating, message)
         flags: list[str] = []
         if not self.in_loop_test and self._needs_own_path(node):  # (a `while` test is
             # evaluated again each time round.) A copy: the parsed tree is cached and shared.
@@ -1624,6 +1657,9 @@ class Lowerer(ArrayLowering):
 
     def _rewrite_opaque(self, node: ast.expr) -> tuple[ast.expr, set[str]]:
         """Copy a test expression with names renamed and callees made canonical."""
+        mutating = first_mutating_call(node, functools.partial(_resolved_or_none, self))
+        if mutating is not None:  # generated code would not replay the change
+            raise self._error(UnsupportedSyntaxError, mutating, messages.mutating_call(mutating))
         rewriter = _OpaqueRewriter(self)
         was = self.in_opaque, self.opaque_may_skip
         self.in_opaque, self.opaque_may_skip = True, False
@@ -1776,6 +1812,25 @@ def _move_to_line(statements: list[Stmt], line: int) -> None:
     """Give ``statements`` the source line ``line`` (for comments and ``explain``)."""
     for stmt in statements:
         stmt.line = line
+
+
+def _nested_functions(body: list[ast.stmt]) -> dict[str, ast.FunctionDef | ast.Lambda]:
+    """The ``def``s and ``name = lambda ...`` of a function's body, its blocks too, by name
+    (each name is bound to one function once: ``misplaced_local_function`` checks that)."""
+    found: dict[str, ast.FunctionDef | ast.Lambda] = {}
+    stack = list(body)
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, ast.FunctionDef):
+            found[stmt.name] = stmt
+        elif isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Lambda):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    found[target.id] = stmt.value
+        else:
+            stack.extend(getattr(stmt, "body", []))
+            stack.extend(getattr(stmt, "orelse", []))
+    return found
 
 
 def _user_function_source(callee: object) -> FunctionSource | None:

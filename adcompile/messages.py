@@ -52,6 +52,24 @@ RETURN_NONE = (
 )
 
 
+def call_returns_none(callee: str) -> str:
+    """A call of the user's function, returned, that may return None."""
+    return (
+        f"`{callee}(...)` may return None (on some path it does), and its result is returned "
+        "here, but the returned value is differentiated (its derivative would be silently "
+        "0); make it return a number on every path"
+    )
+
+
+def none_default_returned(name: str) -> str:
+    """A parameter whose default is None, returned where it may still hold it."""
+    return (
+        f"`{name}` defaults to None and may still hold it when it is returned here, but the "
+        "returned value is differentiated (its derivative would be silently 0); give it a "
+        "number on every path, or a number as its default"
+    )
+
+
 def none_returned(name: str, line: int) -> str:
     """A returned local that may still hold the None given to it."""
     return (

@@ -22,6 +22,7 @@ MUTATING_METHODS = frozenset(
     {"fill", "sort", "partition", "put", "itemset", "resize", "setfield", "setflags"}
     | {"append", "extend", "insert", "pop", "remove", "clear", "reverse"}
     | {"update", "setdefault", "popitem", "__setitem__", "__delitem__"}
+    | {"shuffle"}  # a NumPy Generator's or RandomState's: `rng.shuffle(a)`
 )
 _NUMPY_MUTATORS = ("fill_diagonal", "copyto", "put", "putmask", "place", "put_along_axis")
 
@@ -32,9 +33,18 @@ def first_mutating_call(node: ast.AST, resolve: Callable[[ast.expr], object]) ->
     ``resolve(func)`` is the object a callee names, or None if it names no global.
     """
     for call in ast.walk(node):
-        if isinstance(call, ast.Call) and _mutates(call.func, resolve):
+        if isinstance(call, ast.Call) and (_writes_out(call) or _mutates(call.func, resolve)):
             return call
     return None
+
+
+def _writes_out(call: ast.Call) -> bool:
+    """``np.take(x, i, out=a)``, ``rng.random(out=a)``: a result written into an array."""
+    return any(
+        keyword.arg == "out"
+        and not (isinstance(keyword.value, ast.Constant) and keyword.value.value is None)
+        for keyword in call.keywords
+    )
 
 
 def _mutates(func: ast.expr, resolve: Callable[[ast.expr], object]) -> bool:

@@ -13,27 +13,47 @@ Copies count (``out = best``); anything else assigned makes the local a number.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 # What may hold None at a point: each such local, with the `None` that was given to it.
 # None itself stands for a point no path reaches (after `return`, `break`, `raise`).
-State = dict[str, ast.Constant] | None
+State = dict[str, ast.AST] | None
 
 
 @dataclass(frozen=True)
 class NoneReturned:
-    """A ``None`` that may be returned: the literal, or a returned local that may hold one."""
+    """A ``None`` that may be returned: the literal, a returned local that may hold one, or
+    a call of the user's function that may return one."""
 
-    where: ast.expr  # the literal, or the returned name
-    given: ast.Constant | None  # for a local: the `None` it was given
+    where: ast.expr  # the literal, the returned name, or the call
+    given: ast.AST | None = None  # for a local: the `None` (or call) that gave it, or the
+    # parameter whose default it is
 
 
-def none_returned(body: list[ast.stmt]) -> NoneReturned | None:
-    """The first ``None`` some path through ``body`` returns, or None."""
-    flow = _Flow()
-    flow.block(body, {})
+# Whether a call (of the user's own function) may return None; the compiler knows callees.
+MayReturnNone = Callable[[ast.Call], bool]
+
+
+def none_returned(
+    function: ast.FunctionDef | ast.Lambda, body: list[ast.stmt], may_return_none: MayReturnNone
+) -> NoneReturned | None:
+    """The first ``None`` some path through ``function``'s ``body`` returns, or None."""
+    flow = _Flow(may_return_none)
+    flow.block(body, _none_defaults(function))
     return flow.found
+
+
+def _none_defaults(function: ast.FunctionDef | ast.Lambda) -> dict[str, ast.AST]:
+    """The parameters whose default is ``None``: each holds it where the call leaves it."""
+    args = function.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)
+    return {
+        param.arg: param
+        for param, default in pairs
+        if isinstance(default, ast.Constant) and default.value is None
+    }
 
 
 def returned_values(expr: ast.expr) -> Iterator[ast.expr]:
@@ -61,7 +81,7 @@ def _merge(*states: State) -> State:
     reached = [state for state in states if state is not None]
     if not reached:
         return None
-    merged: dict[str, ast.Constant] = {}
+    merged: dict[str, ast.AST] = {}
     for state in reached:
         for name, given in state.items():
             merged.setdefault(name, given)
@@ -71,7 +91,8 @@ def _merge(*states: State) -> State:
 class _Flow:
     """Follows which locals may hold a ``None`` literal, statement by statement."""
 
-    def __init__(self) -> None:
+    def __init__(self, may_return_none: MayReturnNone) -> None:
+        self.may_return_none = may_return_none
         self.found: NoneReturned | None = None
         self.breaks: list[State] = []
         self.continues: list[State] = []
@@ -83,12 +104,12 @@ class _Flow:
             state = self.statement(stmt, state)
         return state
 
-    def statement(self, stmt: ast.stmt, state: dict[str, ast.Constant]) -> State:
+    def statement(self, stmt: ast.stmt, state: dict[str, ast.AST]) -> State:
         if isinstance(stmt, ast.Return):
             self._check_return(stmt, state)
             return None
         if isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
-            return _assigned(stmt, state)
+            return self._assigned(stmt, state)
         if isinstance(stmt, ast.If):
             then, otherwise = _refined(stmt.test, state, True), _refined(stmt.test, state, False)
             return _merge(self.block(stmt.body, then), self.block(stmt.orelse, otherwise))
@@ -103,14 +124,14 @@ class _Flow:
             return {name: given for name, given in state.items() if name != stmt.name}
         return state
 
-    def _loop(self, loop: ast.For | ast.While, state: dict[str, ast.Constant]) -> State:
+    def _loop(self, loop: ast.For | ast.While, state: dict[str, ast.AST]) -> State:
         outer = self.breaks, self.continues
         self.breaks, self.continues = [], []
         entry: State = state
         while True:  # until the state at the loop's head stops growing
             head = entry if isinstance(loop, ast.For) else _refined(loop.test, entry, True)
             if isinstance(loop, ast.For):
-                head = _unbound(head, _target_names(loop.target))
+                head = self._loop_target(loop, head)
             end = self.block(loop.body, head)
             grown = _merge(entry, end, *self.continues)
             if grown == entry or self.found is not None:
@@ -126,17 +147,78 @@ class _Flow:
         self.breaks, self.continues = outer
         return _merge(self.block(loop.orelse, leaving), *breaks)
 
-    def _check_return(self, stmt: ast.Return, state: dict[str, ast.Constant]) -> None:
+    def _check_return(self, stmt: ast.Return, state: dict[str, ast.AST]) -> None:
         if stmt.value is None:
             return  # refused as `return` without a value
         literal = none_literal(stmt.value)
         if literal is not None:
-            self.found = NoneReturned(literal, None)
+            self.found = NoneReturned(literal)
             return
         for value in returned_values(stmt.value):
             if isinstance(value, ast.Name) and value.id in state:
                 self.found = NoneReturned(value, state[value.id])
                 return
+            if isinstance(value, ast.Call) and self.may_return_none(value):
+                self.found = NoneReturned(value)
+                return
+
+    def _given(self, value: ast.expr, state: dict[str, ast.AST]) -> ast.AST | None:
+        """What makes ``value`` possibly None: a literal, a local that may hold one (a
+        copy), or a call of a function that may return one; else None."""
+        for part in returned_values(value):
+            if isinstance(part, ast.Constant) and part.value is None:
+                return part
+            if isinstance(part, ast.Name) and part.id in state:
+                return state[part.id]
+            if isinstance(part, ast.Call) and self.may_return_none(part):
+                return part
+        return None
+
+    def _assigned(self, stmt: ast.Assign | ast.AnnAssign | ast.AugAssign, state: dict) -> dict:
+        after = dict(state)
+        if isinstance(stmt, ast.AugAssign):  # `r += e`: a number, or a TypeError
+            return _unbound(after, _target_names(stmt.target))
+        if stmt.value is None:  # `r: float` binds nothing
+            return after
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        for target in targets:
+            for name, part in _pairs(target, stmt.value):
+                given = None if part is None else self._given(part, state)
+                if given is None:
+                    after.pop(name, None)
+                else:
+                    after[name] = given
+        return after
+
+    def _loop_target(self, loop: ast.For, state: State) -> State:
+        """The state in the body: the loop variable holds an item (a literal tuple's items
+        may be None, or locals that may hold it)."""
+        state = _unbound(state, _target_names(loop.target))
+        if state is None or not isinstance(loop.target, ast.Name):
+            return state
+        items = loop.iter.elts if isinstance(loop.iter, ast.Tuple | ast.List) else []
+        for item in items:
+            given = self._given(item, state)
+            if given is not None:
+                return {**state, loop.target.id: given}
+        return state
+
+
+def _pairs(target: ast.expr, value: ast.expr) -> Iterator[tuple[str, ast.expr | None]]:
+    """Each name ``target`` binds with the part of ``value`` it takes (None: not known):
+    ``a, b = None, x`` pairs ``a`` with ``None``."""
+    if isinstance(target, ast.Name):
+        yield target.id, value
+    elif (
+        isinstance(target, ast.Tuple | ast.List)
+        and isinstance(value, ast.Tuple | ast.List)
+        and len(target.elts) == len(value.elts)
+    ):
+        for item, part in zip(target.elts, value.elts, strict=True):
+            yield from _pairs(item, part)
+    else:
+        for name in _target_names(target):
+            yield name, None
 
 
 def _runs_at_least_once(loop: ast.For | ast.While) -> bool:
@@ -155,27 +237,6 @@ def _runs_at_least_once(loop: ast.For | ast.While) -> bool:
         return len(range(*bounds)) > 0
     except (TypeError, ValueError):  # range() of no argument, or of a zero step
         return False
-
-
-def _assigned(stmt: ast.Assign | ast.AnnAssign | ast.AugAssign, state: dict) -> dict:
-    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-    value = stmt.value
-    after = dict(state)
-    for target in targets:
-        if (
-            isinstance(target, ast.Name)
-            and value is not None
-            and not isinstance(stmt, ast.AugAssign)
-        ):
-            given = none_literal(value)
-            if given is None and isinstance(value, ast.Name):
-                given = state.get(value.id)  # a copy of a local that may hold None
-            if given is not None:
-                after[target.id] = given
-                continue
-        for name in _target_names(target):
-            after.pop(name, None)
-    return after
 
 
 def _target_names(target: ast.expr) -> set[str]:
@@ -214,12 +275,17 @@ def _refined(test: ast.expr, state: State, holds: bool) -> State:
 
 
 def _none_test(test: ast.expr) -> tuple[str, bool] | None:
-    """``(v, True)`` for ``v is None``, ``(v, False)`` for ``v is not None``; else None."""
+    """``(v, True)`` for ``v is None`` (or ``v == None``, either way round), ``(v, False)``
+    for ``v is not None`` (``v != None``); else None."""
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
         return None
-    left, right = test.left, test.comparators[0]
-    if not (isinstance(left, ast.Name) and isinstance(right, ast.Constant)):
+    sides = [test.left, test.comparators[0]]
+    names = [side.id for side in sides if isinstance(side, ast.Name)]
+    nones = [side for side in sides if isinstance(side, ast.Constant) and side.value is None]
+    if len(names) != 1 or len(nones) != 1:
         return None
-    if right.value is not None or not isinstance(test.ops[0], ast.Is | ast.IsNot):
-        return None
-    return left.id, isinstance(test.ops[0], ast.Is)
+    if isinstance(test.ops[0], ast.Is | ast.Eq):
+        return names[0], True
+    if isinstance(test.ops[0], ast.IsNot | ast.NotEq):
+        return names[0], False
+    return None

@@ -411,6 +411,10 @@ def never_read(statements: list[ast.stmt], returns: ast.expr) -> frozenset[str]:
         elif cls is ast.AugAssign and stmt.target.__class__ is ast.Name:
             feeds.setdefault(stmt.target.id, set()).update(_reads(stmt.value), (stmt.target.id,))
             continue
+        elif cls is ast.If and _only_binds(stmt):  # its test matters only to what it binds
+            for name in stored_names(stmt):
+                feeds.setdefault(name, set()).update(_reads(stmt.test))
+            continue
         else:  # a test, a loop's range, a call statement, a raise: needed as they stand
             needed |= _own_reads(stmt)
             continue
@@ -424,6 +428,15 @@ def never_read(statements: list[ast.stmt], returns: ast.expr) -> frozenset[str]:
                 needed.add(name)
                 pending.append(name)
     return frozenset(stored - needed)
+
+
+def _only_binds(stmt: ast.If) -> bool:
+    """An ``if`` that only assigns names (no loop, no call for its effect), on a test that
+    calls nothing: where none of its names is needed, neither is its test."""
+    if any(isinstance(node, ast.Call) for node in ast.walk(stmt.test)):
+        return False
+    inner = (ast.Assign, ast.AugAssign, ast.If, ast.Pass)
+    return all(isinstance(s, inner) for s in statements_in([*stmt.body, *stmt.orelse]))
 
 
 def _own_reads(stmt: ast.stmt) -> set[str]:

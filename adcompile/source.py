@@ -162,12 +162,7 @@ def _find_node(tree: ast.Module, code: types.CodeType) -> FunctionNode | None:
     first = code.co_firstlineno
     if code.co_name == "<lambda>":
         lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == first]
-        if len(lambdas) > 1:
-            positions = _code_positions(code)
-            lambdas = [
-                n for n in lambdas if positions and all(_contains(n.body, *p) for p in positions)
-            ] or lambdas[:0]
-        return lambdas[0] if len(lambdas) == 1 else None
+        return lambdas[0] if len(lambdas) == 1 else _lambda_of(lambdas, code)
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
@@ -176,6 +171,34 @@ def _find_node(tree: ast.Module, code: types.CodeType) -> FunctionNode | None:
         ):
             return node
     return None
+
+
+def _lambda_of(lambdas: list[ast.Lambda], code: types.CodeType) -> ast.Lambda | None:
+    """Which of several lambdas on one line ``code`` was compiled from: the innermost whose
+    body holds every position of its code; else (Python 3.12 gives ``lambda x: 0.0`` no
+    position) the one whose body compiles to the same instructions; else None."""
+    positions = _code_positions(code)
+    holding = [n for n in lambdas if positions and all(_contains(n.body, *p) for p in positions)]
+    if holding:  # a lambda in another's body: the innermost (the outer's code holds the
+        # inner lambda's own position, outside the inner body)
+        return min(holding, key=lambda n: (n.end_lineno, n.end_col_offset, -n.col_offset))
+    same = [n for n in lambdas if _compiles_to(n, code)]
+    return same[0] if len(same) == 1 else None
+
+
+def _compiles_to(node: ast.Lambda, code: types.CodeType) -> bool:
+    """Whether ``node`` alone compiles to ``code``'s instructions (not for closures, whose
+    free variables compile as globals alone)."""
+    try:
+        outer = compile(ast.fix_missing_locations(ast.Expression(body=node)), "<lambda>", "eval")
+    except (SyntaxError, ValueError):
+        return False
+    inner = next((c for c in outer.co_consts if isinstance(c, types.CodeType)), None)
+    return inner is not None and (inner.co_code, inner.co_consts, inner.co_names) == (
+        code.co_code,
+        code.co_consts,
+        code.co_names,
+    )
 
 
 def _class_mangling(node: ast.FunctionDef | ast.Lambda, code: types.CodeType) -> dict[str, str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+from collections.abc import Iterator
 from typing import Any
 
 from . import messages
@@ -74,17 +75,35 @@ def _last_binding(tree: ast.Module, name: str) -> ast.AST | None:
     does not run when the module is imported."""
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            declared = any(
-                isinstance(inner, ast.Global) and name in inner.names for inner in ast.walk(node)
-            )
-            binding = declared and _binding_in_body(node, name)
+            binding = _declares_global(node, name) and _binding_in_body(node, name)
             if binding:
                 return binding
     last = None
-    for stmt in tree.body:
-        if not _is_main_block(stmt):
-            last = _binding_in(stmt, name) or last
+    for stmt in _runs_on_import(tree.body):
+        last = _binding_in(stmt, name) or last
     return last
+
+
+def _runs_on_import(statements: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The module-level statements, with a ``__main__`` block's body left out (its ``else``,
+    which is what runs on import, kept)."""
+    for stmt in statements:
+        if _is_main_block(stmt):
+            yield from _runs_on_import(stmt.orelse)
+        else:
+            yield stmt
+
+
+def _declares_global(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """Whether ``function`` itself (not a function nested in it) declares ``global name``."""
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Global) and name in node.names:
+            return True
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            stack.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _binding_in_body(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> ast.AST | None:

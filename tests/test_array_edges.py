@@ -682,6 +682,10 @@ IN_PLACE_CALLS = [  # (a statement, the call's callee: where the error points)
     ("_ = a.__imul__(2.0)", "a.__imul__"),
     ("k = np.sum(a) + (np.copyto(a, w) is None)", "np.copyto"),
     ("if np.copyto(a, w) is None:\n        k = 1.0", "np.copyto"),
+    ("while a.sort() is not None:\n        pass", "a.sort"),
+    ("_ = np.random.default_rng(0).shuffle(a)", "np.random.default_rng(0).shuffle"),
+    ("_ = np.take(w * 0.0, [0, 1], out=a)", "np.take"),
+    ("_ = np.random.default_rng(0).random(out=a)", "np.random.default_rng(0).random"),
 ]
 
 
@@ -711,6 +715,14 @@ import numpy as np
 
 def f(z):
     return np.sum(np.abs(z * z))
+
+
+def g(x):
+    return np.sin(x) * 2.0
+
+
+def h(x, c):
+    return np.sum(x * c)
 """
 
 
@@ -733,6 +745,12 @@ def test_complex_arrays_are_refused_when_called(tmp_path):
             call()
     x = z.real  # real values still differentiate: d/dx sum(x^2) = 2x
     np.testing.assert_allclose(grad(module.f)(x), 2.0 * x)
+    # A complex value that is not the argument: a cotangent, a parameter not differentiated
+    # (the complex adjoint was cast to the argument's real dtype, its imaginary part lost).
+    with pytest.raises(TypeError, match="only real arrays are differentiated"):
+        vjp(module.g, x)[1](np.array([1j, 0.0]))
+    with pytest.raises(TypeError, match="only real arrays are differentiated"):
+        grad(module.h, wrt="x")(x, np.array([1j, 1.0]))
 
 
 VAR_STD = """

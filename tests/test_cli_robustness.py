@@ -40,6 +40,7 @@ def _line_of(text: str, fragment: str) -> int:
         ("from collections import *\n", "from collections import *", 1),
         ("def h():\n    global f\n    f = abs\n", "    f = abs", 5),  # when h runs
         ("for f in range(2):\n    pass\n", "for f in", 5),
+        ('if __name__ == "__main__":\n    pass\nelse:\n    f = abs\n', "    f = abs", 5),
     ],
 )
 def test_a_file_target_bound_again_after_its_def_is_refused(
@@ -69,6 +70,7 @@ def test_a_file_target_bound_again_after_its_def_is_refused(
         "def f(x):\n    return x * x * x\n",  # a second def: the module's f is this one
         "def main():\n    global f\n    return 0\n",  # declared, never assigned
         'if __name__ == "__main__":\n    with open(__file__) as f:\n        pass\n',  # a script
+        "def g():\n    f = 3\n\n    def h():\n        global f\n        return f\n\n    return f\n",
     ],
 )
 def test_a_file_target_s_name_used_but_not_rebound_is_read(capsys, tmp_path, after):

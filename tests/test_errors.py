@@ -40,6 +40,16 @@ CASES = [
     ("return (z := x * 2)", "z :=", U, "walrus"),
     ("return [x, y]", "[x, y]", U, "several values"),
     ("return [(x, None), (x, 1.0)]", "[(x", U, "several values"),  # not about the None
+    ("a, b = None, x * y\nreturn a", "a\n", U, "`a` may still hold"),
+    ("r = None\nout = r if x > 0 else x\nreturn out", "out\n", U, "`out` may still hold"),
+    ("r = x\nfor v in (x, None):\n    r = v\nreturn r", "r\n", U, "`r` may still hold"),
+    ("g = lambda t: None\nreturn g(x)", "g(x)", U, "`g(...)` may return None"),
+    (
+        "def g(t):\n    if t > 0:\n        return None\n    return t\nreturn g(x)",
+        "g(x)",
+        U,
+        "`g(...)` may return None",
+    ),
     ("return x, y", "x, y", U, "several values"),
     ("z = {'a': x}\nreturn x", "{'a'", U, "dicts"),
     ("s = f'{x}'\nreturn x", "f'", U, "f-strings"),
@@ -325,6 +335,44 @@ def running_maximum(x):
         if best is None or x * i > best:
             best = x * i
     return best
+
+
+def equals_none(x):
+    r = None
+    if x > 0:
+        r = x * x
+    if None == r:
+        r = -x
+    return r
+
+
+def unless_none(x, scale=None):
+    if scale is None:
+        scale = 2.0
+    return x * scale
+
+
+def returned_default(x, best=None):
+    if x > 0:
+        best = x * x
+    return best
+
+
+def clipped(x):
+    if x < 0:
+        return None
+    return x * x
+
+
+def through_a_helper(x):
+    return clipped(x)
+
+
+def tested_by_the_caller(x):
+    y = clipped(x)
+    if y is None:
+        return -x
+    return y
 """
 
 
@@ -335,15 +383,36 @@ def test_a_local_given_none_then_a_number_on_every_path_compiles(tmp_path):
     assert grad(module.both_arms)(1.5) == 3.0 and grad(module.both_arms)(-1.5) == -1.0
     assert grad(module.until_set)(1.5) == 4.0
     assert grad(module.running_maximum)(1.5) == 2.0  # max(0, x, 2x) at x > 0: 2x
+    assert grad(module.equals_none)(-1.5) == -1.0
+    assert grad(module.unless_none, wrt="x")(1.5) == 2.0
+
+
+def test_a_none_from_a_default_or_a_helper_is_refused_where_it_is_returned(tmp_path):
+    """Each compiled, and the gradient was a silent 0.0 (1.0 for the None parameter)."""
+    module = module_from_source(tmp_path, NONE_THEN_NUMBER)
+    with pytest.raises(UnsupportedSyntaxError, match="`best` defaults to None"):
+        grad(module.returned_default)
+    with pytest.raises(UnsupportedSyntaxError, match=r"`clipped\(\.\.\.\)` may return None"):
+        grad(module.through_a_helper)
+    tested = module.tested_by_the_caller  # a helper's None may be tested by its caller
+    assert grad(tested)(1.5) == 3.0 and grad(tested)(-1.5) == -1.0
 
 
 def test_lambdas_sharing_a_line_are_told_apart(tmp_path):
     """Each lambda's code starts with an instruction of no width at column 0, inside neither
     body: the search for the lambda whose body holds the code's positions found none, and
     two lambdas on one line were always refused."""
-    module = module_from_source(tmp_path, "sq, cube = lambda x: x * x, lambda x: x ** 3\n")
+    module = module_from_source(
+        tmp_path,
+        "sq, cube = lambda x: x * x, lambda x: x ** 3\n"
+        "outer = lambda s: (lambda x: x * s * x)\n"
+        "zero, ident = lambda x: 0.0, lambda x: x\n",
+    )
     assert grad(module.sq)(1.5) == 3.0
     assert grad(module.cube)(1.5) == pytest.approx(3.0 * 1.5**2, rel=1e-15)
+    assert grad(module.outer(2.0))(1.5) == 6.0  # the inner one: 2 s x
+    # Python 3.12 gives a constant-returning lambda's code no position at all.
+    assert grad(module.zero)(1.5) == 0.0 and grad(module.ident)(1.5) == 1.0
 
 
 def test_a_function_made_by_exec_is_said_to_have_no_source_when_linecache_holds_other_code(

@@ -277,11 +277,29 @@ def test_a_none_among_a_tuples_outputs_is_an_output_with_no_derivative() -> None
     assert jvp(_with_a_none_output, (1.5,), (1.0,)) == ((3.0, None), (2.0, 0.0))
 
 
+def _no_parameters():
+    return 3.0
+
+
+def _returns_none_by_default(x=2.0):
+    return None
+
+
 def test_jvp_and_vjp_with_every_argument_left_to_its_default() -> None:
     """As JAX: no primals, no tangents; no cotangents come back (it gave two)."""
     assert jvp(_both_defaults, (), ()) == (2.0, 0.0)
     value, pullback = vjp(_both_defaults)
     assert value == 2.0 and pullback(1.0) == ()
+    assert jvp(_no_parameters, (), ()) == (3.0, 0.0)  # vjp raised ValueError
+    assert vjp(_no_parameters)[1](1.0) == ()
+    for transform in (
+        lambda: jvp(_returns_none_by_default, (), ()),
+        lambda: vjp(_returns_none_by_default),
+    ):
+        with pytest.raises(UnsupportedSyntaxError, match="`None` may be returned"):
+            transform()  # jvp compiled nothing, and gave (None, 0.0)
+    with pytest.raises(TypeError, match="the cotangent of the output is None"):
+        vjp(_both_defaults)[1](None)
 
 
 def test_jvp_needs_one_tangent_per_primal() -> None:

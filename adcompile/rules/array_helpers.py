@@ -20,10 +20,11 @@ def unbroadcast(g, x):
     except AttributeError:  # a Python number on either side
         pass
     shape, dtype = np.shape(x), getattr(x, "dtype", None)
-    if isinstance(x, complex) or (dtype is not None and dtype.kind == "c"):
+    if np.iscomplexobj(x) or np.iscomplexobj(g):  # (the fast paths above hold real arrays)
         raise TypeError(
-            "only real arrays are differentiated here; this argument is complex (the "
-            + "derivative rules, np.abs's among them, are those of real values)"
+            "only real arrays are differentiated here; this argument, or a value its "
+            + "derivative reads, is complex (the derivative rules, np.abs's among them, are "
+            + "those of real values)"
         )
     extra = np.ndim(g) - len(shape)
     if extra > 0:
