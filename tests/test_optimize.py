@@ -253,6 +253,28 @@ def test_a_loop_copy_nothing_reads_is_not_generated(tmp_path):
     assert_grad_matches_mp(fn, [{"x": 0.7}, {"x": -1.3}])
 
 
+def test_a_loop_test_that_only_chose_a_value_nothing_reads_is_not_generated(tmp_path):
+    """After the inner loop, `if cond1: j = (its index) else: j = 0` goes (nothing reads
+    j); its test `cond1 = len(range(n)) > 0` stayed, read by nothing (ruff: F841)."""
+    fn = function_from_source(
+        tmp_path,
+        """
+        def f(x, n):
+            z = x
+            for _round in range(2):
+                j = 0
+                for j in range(n):
+                    z = z + x * j
+                z = z * z
+            return z
+        """,
+    )
+    for mode in ("reverse", "forward"):
+        text = grad(fn, wrt="x", mode=mode).source
+        assert "cond" not in text, text
+    assert_grad_matches_mp(fn, [{"x": 0.7, "n": 3}, {"x": -1.3, "n": 0}], wrt="x")
+
+
 def test_a_forward_loop_no_partial_needs_is_skipped(tmp_path):
     module = module_from_source(
         tmp_path,
