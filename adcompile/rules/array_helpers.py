@@ -20,12 +20,6 @@ def unbroadcast(g, x):
     except AttributeError:  # a Python number on either side
         pass
     shape, dtype = np.shape(x), getattr(x, "dtype", None)
-    if np.iscomplexobj(x) or np.iscomplexobj(g):  # (the fast paths above hold real arrays)
-        raise TypeError(
-            "only real arrays are differentiated here; this argument, or a value its "
-            + "derivative reads, is complex (the derivative rules, np.abs's among them, are "
-            + "those of real values)"
-        )
     extra = np.ndim(g) - len(shape)
     if extra > 0:
         g = np.sum(g, axis=tuple(range(extra)))
@@ -37,7 +31,18 @@ def unbroadcast(g, x):
         g = g + np.zeros(shape)
     if dtype is not None and dtype.kind == "f":
         if getattr(g, "dtype", dtype) != dtype:
+            if g.dtype.kind == "c":  # a complex value the derivative read: not cast away
+                raise TypeError(
+                    "only real arrays are differentiated here; a complex value reached "
+                    + "this argument's derivative (the derivative rules, np.abs's among "
+                    + "them, are those of real values)"
+                )
             g = np.asarray(g, dtype=dtype)
+    elif isinstance(x, complex) or (dtype is not None and dtype.kind == "c"):
+        raise TypeError(
+            "only real arrays are differentiated here; this argument is complex (the "
+            + "derivative rules, np.abs's among them, are those of real values)"
+        )
     elif isinstance(g, int) or getattr(getattr(g, "dtype", None), "kind", "f") in "biu":
         g = np.asarray(g, dtype=float)  # an int input's zero gradient: partials are floats
     if not shape and isinstance(g, np.ndarray):
@@ -212,9 +217,11 @@ def _cofactors_tangent_by_svd(x, g):
 
 def matmul_adjoint_a(g, a, b):
     """The adjoint of ``a`` in ``a @ b`` (vectors, matrices and stacks of matrices)."""
-    a_ndim, b_ndim = np.ndim(a), np.ndim(b)
-    if isinstance(a, list | tuple) or isinstance(b, list | tuple):
-        a, b = np.asarray(a), np.asarray(b)  # nested lists, as `@` reads them
+    a_ndim, b_ndim = getattr(a, "ndim", None), getattr(b, "ndim", None)
+    if a_ndim is None or b_ndim is None:  # a number, or a nested list (as `@` reads it)
+        a = np.asarray(a) if isinstance(a, list | tuple) else a
+        b = np.asarray(b) if isinstance(b, list | tuple) else b
+        a_ndim, b_ndim = np.ndim(a), np.ndim(b)
     if a_ndim == 2 and b_ndim == 1:  # matrix @ vector: the outer product (faster than np.outer)
         return g[:, None] * b
     if a_ndim == 2 and b_ndim == 2:
@@ -230,9 +237,11 @@ def matmul_adjoint_a(g, a, b):
 
 def matmul_adjoint_b(g, a, b):
     """The adjoint of ``b`` in ``a @ b`` (vectors, matrices and stacks of matrices)."""
-    a_ndim, b_ndim = np.ndim(a), np.ndim(b)
-    if isinstance(a, list | tuple) or isinstance(b, list | tuple):
-        a, b = np.asarray(a), np.asarray(b)  # nested lists, as `@` reads them
+    a_ndim, b_ndim = getattr(a, "ndim", None), getattr(b, "ndim", None)
+    if a_ndim is None or b_ndim is None:  # a number, or a nested list (as `@` reads it)
+        a = np.asarray(a) if isinstance(a, list | tuple) else a
+        b = np.asarray(b) if isinstance(b, list | tuple) else b
+        a_ndim, b_ndim = np.ndim(a), np.ndim(b)
     if a_ndim == 2 and b_ndim == 1:  # matrix @ vector
         return g @ a
     if a_ndim == 2 and b_ndim == 2:
