@@ -266,6 +266,7 @@ class Lowerer(ArrayLowering):
         self.shared: OwnedArrays | None = None
         self.local_functions: dict[str, ast.FunctionDef | ast.Lambda] = {}
         self._nested: dict[str, ast.FunctionDef | ast.Lambda] = {}  # (for none_returns.py)
+        self._none_callees: dict[tuple[str, ...], bool] = {}  # callee -> may return None
         self.closure: Lowerer | None = None  # the enclosing function of a nested def/lambda
         self.in_loop_test = False
         if parent is None:
@@ -450,12 +451,21 @@ class Lowerer(ArrayLowering):
         self, call: ast.Call, inside: FunctionSource | None = None, seen: frozenset = frozenset()
     ) -> bool:
         """Whether ``call``, of the user's own function, may return None on some path."""
+        key = _callee_key(call.func) if inside is None else None
+        if key is not None and key in self._none_callees:  # `math.sin`, asked once
+            return self._none_callees[key]
         callee = self._none_callee(call.func, inside)
         if callee is None or id(callee.node) in seen:  # (recursion is refused elsewhere)
-            return False
-        seen = seen | {id(callee.node)}
-        check = functools.partial(self._may_return_none, inside=callee, seen=seen)
-        return none_returned(callee.node, self._function_body(callee.node), check) is not None
+            answer = False
+        else:
+            check = functools.partial(
+                self._may_return_none, inside=callee, seen=seen | {id(callee.node)}
+            )
+            body = self._function_body(callee.node)
+            answer = none_returned(callee.node, body, check) is not None
+        if key is not None:
+            self._none_callees[key] = answer
+        return answer
 
     def _none_callee(self, func: ast.expr, inside: FunctionSource | None) -> FunctionSource | None:
         """The user's function ``func`` calls, in this function (a nested one too) or in the
@@ -1814,6 +1824,19 @@ def _move_to_line(statements: list[Stmt], line: int) -> None:
         stmt.line = line
 
 
+def _callee_key(func: ast.expr) -> tuple[str, ...] | None:
+    """``("math", "sin")`` for ``math.sin``, ``("h",)`` for ``h``: a callee named by a
+    dotted name means one function throughout a function's body; None for other callees."""
+    parts: list[str] = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return None
+    parts.append(func.id)
+    return tuple(reversed(parts))
+
+
 def _nested_functions(body: list[ast.stmt]) -> dict[str, ast.FunctionDef | ast.Lambda]:
     """The ``def``s and ``name = lambda ...`` of a function's body, its blocks too, by name
     (each name is bound to one function once: ``misplaced_local_function`` checks that)."""
@@ -1823,11 +1846,11 @@ def _nested_functions(body: list[ast.stmt]) -> dict[str, ast.FunctionDef | ast.L
         stmt = stack.pop()
         if isinstance(stmt, ast.FunctionDef):
             found[stmt.name] = stmt
-        elif isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Lambda):
+        elif stmt.__class__ is ast.Assign and stmt.value.__class__ is ast.Lambda:
             for target in stmt.targets:
                 if isinstance(target, ast.Name):
                     found[target.id] = stmt.value
-        else:
+        elif stmt.__class__ in _COMPOUND:  # most statements are simple: not looked into
             stack.extend(getattr(stmt, "body", []))
             stack.extend(getattr(stmt, "orelse", []))
     return found

@@ -175,6 +175,8 @@ class _Flow:
         return None
 
     def _assigned(self, stmt: ast.Assign | ast.AnnAssign | ast.AugAssign, state: dict) -> dict:
+        if not state and (stmt.__class__ is ast.AugAssign or stmt.value.__class__ in _NUMBERS):
+            return state  # the usual `t = a * b`, `s += t`: nothing holds None, nor will
         after = dict(state)
         if isinstance(stmt, ast.AugAssign):  # `r += e`: a number, or a TypeError
             return _unbound(after, _target_names(stmt.target))
@@ -202,6 +204,10 @@ class _Flow:
             if given is not None:
                 return {**state, loop.target.id: given}
         return state
+
+
+# Expressions that are never None (or fail): nothing to follow when nothing holds None.
+_NUMBERS = frozenset({ast.BinOp, ast.UnaryOp, ast.Compare})
 
 
 def _pairs(target: ast.expr, value: ast.expr) -> Iterator[tuple[str, ast.expr | None]]:
