@@ -242,7 +242,7 @@ def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
     if not primals:  # every argument left to its default: none varies
         _compiled_for_every_parameter(fn, "jvp")  # what cannot be differentiated says so
         value = fn()
-        return value, _zeros_like(value)
+        return value, _zero_tangent(value)
     generated = _cached(fn, "jvp", list(range(len(primals))))
     arrays = list(_array_leaves(complete, sys.modules["numpy"])) if "numpy" in sys.modules else []
     if generated.adcompile_array_code and any(map(_is_complex, [*complete, *arrays])):
@@ -258,15 +258,14 @@ def _is_complex(value: Any) -> bool:
     return isinstance(value, complex) or getattr(getattr(value, "dtype", None), "kind", "") == "c"
 
 
-def _zeros_like(value: Any) -> Any:
-    """A zero tangent of ``value``'s structure: 0.0, or a float array of zeros."""
-    if isinstance(value, tuple):
-        return tuple(_zeros_like(item) for item in value)
-    if hasattr(value, "shape") and hasattr(value, "dtype"):
-        numpy = sys.modules["numpy"]
-        dtype = value.dtype if value.dtype.kind in "fc" else numpy.float64
-        return numpy.zeros(value.shape, dtype)[()]  # a 0-d result as a NumPy scalar
-    return 0.0
+def _zero_tangent(value: Any) -> Any:
+    """A zero tangent of ``value``'s structure (the array helpers' own, where NumPy is in
+    use: without it, ``value`` is a number or a tuple of numbers)."""
+    if "numpy" in sys.modules:
+        from .rules.array_helpers import _zeros_like
+
+        return _zeros_like(value)
+    return tuple(_zero_tangent(item) for item in value) if isinstance(value, tuple) else 0.0
 
 
 def _refuse_arrays_in_number_code(

@@ -34,6 +34,17 @@ def function_bound(stmt: ast.stmt) -> str | None:
     return None
 
 
+def local_functions(body: list[ast.stmt]) -> dict[str, ast.FunctionDef | ast.Lambda]:
+    """The nested ``def``s and lambdas a function's body binds (in its blocks too), by name."""
+    if not _defines_functions(body):  # the usual case, told by one cheap pass
+        return {}
+    return {
+        b.function: b.stmt.value if isinstance(b.stmt, ast.Assign | ast.AnnAssign) else b.stmt
+        for b in _bindings(body)
+        if b.function is not None
+    }
+
+
 @dataclass
 class _Binding:
     """A statement binding names: its block, the names, and the local function it defines."""

@@ -44,7 +44,7 @@ from .ir import (
     refuse_differentiating_again,
 )
 from .iteration import IterationRewriter
-from .local_functions import misplaced_local_function
+from .local_functions import local_functions, misplaced_local_function
 from .lower_arrays import (
     SHAPE_FUNCTIONS,
     ArrayLowering,
@@ -265,8 +265,6 @@ class Lowerer(ArrayLowering):
         # Array code only: names that hold one array (aliasing.py); set in array mode.
         self.shared: OwnedArrays | None = None
         self.local_functions: dict[str, ast.FunctionDef | ast.Lambda] = {}
-        self._nested: dict[str, ast.FunctionDef | ast.Lambda] = {}  # (for none_returns.py)
-        self._none_callees: dict[tuple[str, ...], bool] = {}  # callee -> may return None
         self.closure: Lowerer | None = None  # the enclosing function of a nested def/lambda
         self.in_loop_test = False
         if parent is None:
@@ -432,8 +430,7 @@ class Lowerer(ArrayLowering):
     def _refuse_none_returned(self, body: list[ast.stmt]) -> None:
         """The differentiated function may not return None (``none_returns.py``). (A helper
         may: its caller can test the result, ``if h(x) is None:``.)"""
-        self._nested = _nested_functions(body)
-        found = none_returned(self.fs.node, body, self._may_return_none)
+        found = none_returned(self.fs.node, body, _CalleesReturningNone(self, body))
         if found is None:
             return
         where, given = found.where, found.given
@@ -446,45 +443,6 @@ class Lowerer(ArrayLowering):
         else:
             message = messages.none_returned(where.id, given.lineno)
         raise self._error(UnsupportedSyntaxError, where, message)
-
-    def _may_return_none(
-        self, call: ast.Call, inside: FunctionSource | None = None, seen: frozenset = frozenset()
-    ) -> bool:
-        """Whether ``call``, of the user's own function, may return None on some path."""
-        key = _callee_key(call.func) if inside is None else None
-        if key is not None and key in self._none_callees:  # `math.sin`, asked once
-            return self._none_callees[key]
-        callee = self._none_callee(call.func, inside)
-        if callee is None or id(callee.node) in seen:  # (recursion is refused elsewhere)
-            answer = False
-        else:
-            check = functools.partial(
-                self._may_return_none, inside=callee, seen=seen | {id(callee.node)}
-            )
-            body = self._function_body(callee.node)
-            answer = none_returned(callee.node, body, check) is not None
-        if key is not None:
-            self._none_callees[key] = answer
-        return answer
-
-    def _none_callee(self, func: ast.expr, inside: FunctionSource | None) -> FunctionSource | None:
-        """The user's function ``func`` calls, in this function (a nested one too) or in the
-        helper ``inside``; None for anything else."""
-        if inside is None:
-            nested = self._nested.get(func.id) if isinstance(func, ast.Name) else None
-            if nested is not None:
-                return replace(self.fs, node=nested, name=_function_name(nested, func.id))
-            target = _resolved_or_none(self, func)
-        elif isinstance(func, ast.Name):
-            target = inside.namespace.get(func.id)
-        else:
-            return None
-        if isinstance(target, FunctionSource):
-            return target
-        try:
-            return _user_function_source(target)
-        except AdcompileError:
-            return None
 
     def _check_local_functions(self, body: list[ast.stmt]) -> None:
         """Each nested function is bound once and called only where it is surely defined."""
@@ -1824,6 +1782,51 @@ def _move_to_line(statements: list[Stmt], line: int) -> None:
         stmt.line = line
 
 
+class _CalleesReturningNone:
+    """Whether a call of the user's own function (nested, a lambda, or a helper, followed
+    into its own calls) may return None: ``none_returns.py``'s question, for one function."""
+
+    def __init__(self, lowerer: Lowerer, body: list[ast.stmt]) -> None:
+        self.lowerer = lowerer
+        self.nested = local_functions(body)
+        self.answers: dict[tuple[str, ...], bool] = {}  # by callee name: `math.sin` once
+
+    def __call__(
+        self, call: ast.Call, inside: FunctionSource | None = None, seen: frozenset = frozenset()
+    ) -> bool:
+        key = _callee_key(call.func) if inside is None else None
+        if key is not None and key in self.answers:
+            return self.answers[key]
+        callee = self._callee(call.func, inside)
+        if callee is None or id(callee.node) in seen:  # (recursion is refused elsewhere)
+            answer = False
+        else:
+            check = functools.partial(self, inside=callee, seen=seen | {id(callee.node)})
+            body = self.lowerer._function_body(callee.node)
+            answer = none_returned(callee.node, body, check) is not None
+        if key is not None:
+            self.answers[key] = answer
+        return answer
+
+    def _callee(self, func: ast.expr, inside: FunctionSource | None) -> FunctionSource | None:
+        """The user's function ``func`` names, in the differentiated function (a nested one
+        too) or in the helper ``inside``; None for anything else."""
+        if inside is None:
+            nested = self.nested.get(func.id) if isinstance(func, ast.Name) else None
+            if nested is not None:
+                fs = self.lowerer.fs
+                return replace(fs, node=nested, name=_function_name(nested, func.id))
+            target = _resolved_or_none(self.lowerer, func)
+        elif isinstance(func, ast.Name):
+            target = inside.namespace.get(func.id)
+        else:
+            return None
+        try:
+            return _user_function_source(target)
+        except AdcompileError:
+            return None
+
+
 def _callee_key(func: ast.expr) -> tuple[str, ...] | None:
     """``("math", "sin")`` for ``math.sin``, ``("h",)`` for ``h``: a callee named by a
     dotted name means one function throughout a function's body; None for other callees."""
@@ -1835,25 +1838,6 @@ def _callee_key(func: ast.expr) -> tuple[str, ...] | None:
         return None
     parts.append(func.id)
     return tuple(reversed(parts))
-
-
-def _nested_functions(body: list[ast.stmt]) -> dict[str, ast.FunctionDef | ast.Lambda]:
-    """The ``def``s and ``name = lambda ...`` of a function's body, its blocks too, by name
-    (each name is bound to one function once: ``misplaced_local_function`` checks that)."""
-    found: dict[str, ast.FunctionDef | ast.Lambda] = {}
-    stack = list(body)
-    while stack:
-        stmt = stack.pop()
-        if isinstance(stmt, ast.FunctionDef):
-            found[stmt.name] = stmt
-        elif stmt.__class__ is ast.Assign and stmt.value.__class__ is ast.Lambda:
-            for target in stmt.targets:
-                if isinstance(target, ast.Name):
-                    found[target.id] = stmt.value
-        elif stmt.__class__ in _COMPOUND:  # most statements are simple: not looked into
-            stack.extend(getattr(stmt, "body", []))
-            stack.extend(getattr(stmt, "orelse", []))
-    return found
 
 
 def _user_function_source(callee: object) -> FunctionSource | None:

@@ -50,7 +50,7 @@ def _writes_out(call: ast.Call) -> bool:
 def _mutates(func: ast.expr, resolve: Callable[[ast.expr], object]) -> bool:
     if isinstance(func, ast.Attribute):
         method = func.attr in MUTATING_METHODS or _is_in_place_operator(func.attr)
-        if not (method or func.attr in _NUMPY_MUTATORS or func.attr in ("shuffle", "at")):
+        if not (method or func.attr in _NUMPY_MUTATORS or func.attr == "at"):
             return False  # most calls: resolved only where the name could mutate
         target = resolve(func)
         return method if target is None else _is_mutating_function(target)

@@ -20,6 +20,7 @@ from adcompile.optimize import (
 )
 from adcompile.reference import assert_grad_matches_mp
 from adcompile.reverse import ADJOINT
+from tests.corpus import control_flow
 from tests.helpers import function_from_source, module_from_source
 
 
@@ -253,22 +254,10 @@ def test_a_loop_copy_nothing_reads_is_not_generated(tmp_path):
     assert_grad_matches_mp(fn, [{"x": 0.7}, {"x": -1.3}])
 
 
-def test_a_loop_test_that_only_chose_a_value_nothing_reads_is_not_generated(tmp_path):
+def test_a_loop_test_that_only_chose_a_value_nothing_reads_is_not_generated():
     """After the inner loop, `if cond1: j = (its index) else: j = 0` goes (nothing reads
     j); its test `cond1 = len(range(n)) > 0` stayed, read by nothing (ruff: F841)."""
-    fn = function_from_source(
-        tmp_path,
-        """
-        def f(x, n):
-            z = x
-            for _round in range(2):
-                j = 0
-                for j in range(n):
-                    z = z + x * j
-                z = z * z
-            return z
-        """,
-    )
+    fn = control_flow.inner_index_bound_before_it
     for mode in ("reverse", "forward"):
         text = grad(fn, wrt="x", mode=mode).source
         assert "cond" not in text, text
