@@ -308,6 +308,22 @@ def _number_node(value: object) -> ast.expr:
     return ast.Name(id=f"({text})" if text.startswith("-") else text, ctx=ast.Load())
 
 
+_ARITHMETIC = (ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop)
+
+
+def _is_number(expr: ast.expr) -> bool:
+    """Is ``expr`` arithmetic on number literals only (``2``, ``-1``, ``0.5 ** 2``)?"""
+    return all(
+        isinstance(node, _ARITHMETIC)
+        or (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, int | float)
+            and not isinstance(node.value, bool)
+        )
+        for node in ast.walk(expr)
+    )
+
+
 def _is_simple(text: str) -> bool:
     return text.isidentifier()
 
@@ -850,7 +866,14 @@ class _LocalDerivative:
         symbols = {p: clone(lb) for p, lb in zip(params, event.labels, strict=True)}
         # `result` is the statement's own value: shown by its name (`f`) or expression.
         symbols["result"] = _parse(event.target_label)
+        # A constant argument stays a constant, so that the numbers' column folds what the
+        # symbols' column folds (`x ** 2`: `2 * 1.5`, not the power rule's whole template).
         numbers = {p: _number_node(v) for p, v in self.values.items()}
+        numbers.update(
+            (p, clone(label))
+            for p, label in zip(params, event.labels, strict=True)
+            if _is_number(label)
+        )
         self.symbolic = _show(self._inline_setup(template, symbols))
         self.numeric = _show(self._inline_setup(template, numbers))
         self.value = self.evaluate(1.0)

@@ -262,6 +262,28 @@ def _same_gradient(explanation: Explanation, expected: Any) -> None:
     assert got == pytest.approx(expected, rel=1e-12, abs=1e-12)
 
 
+# The numbers' column is read by Python with the functions it names (`cos(1.5)`).
+_DISPLAY_SCOPE = {
+    **{name: getattr(math, name) for name in dir(math) if not name.startswith("_")},
+    "abs": abs,
+    "min": min,
+    "max": max,
+    "float": float,
+}
+
+
+def _numbers_agree(explanation: Explanation) -> None:
+    """Each adjoint step's numbers evaluate to its value (to the six digits shown), and are
+    the formula's own shape: no rule template's test (`if b != 0 or a != 0`) the formula
+    folded away."""
+    for step in explanation.steps:
+        if step.kind != "adjoint":
+            continue
+        assert (" if " in step.numbers) <= (" if " in step.formula), (step.formula, step.numbers)
+        shown = eval(step.numbers, {"__builtins__": {}}, _DISPLAY_SCOPE)
+        assert shown == pytest.approx(step.value, rel=2e-5, abs=1e-5, nan_ok=True), step.numbers
+
+
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
 def test_straight_line_corpus_matches_grad(name):
     fn, _ = FUNCTIONS[name]
@@ -269,6 +291,7 @@ def test_straight_line_corpus_matches_grad(name):
     explanation = explain(fn, *args)
     _same_gradient(explanation, grad(fn)(*args))
     assert list(explanation.gradient) == param_names(fn)
+    _numbers_agree(explanation)
 
 
 CONTROL_FLOW = [
@@ -284,6 +307,7 @@ def test_control_flow_corpus_matches_grad(fn, point, wrt):
     args = [point[p] for p in point]
     explanation = explain(fn, *args, wrt=wrt)
     _same_gradient(explanation, grad(fn, wrt=wrt)(*args))
+    _numbers_agree(explanation)
 
 
 # --- the forms ---------------------------------------------------------------------------------
