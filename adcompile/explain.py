@@ -875,15 +875,25 @@ class _LocalDerivative:
             if _is_number(label)
         )
         self.symbolic = _show(self._inline_setup(template, symbols))
-        self.numeric = _show(self._inline_setup(template, numbers))
         self.value = self.evaluate(1.0)
+        # The numbers show the arm of each of the rule's tests these values take.
+        self.numeric = _show(self._inline_setup(template, numbers, arms_taken=True))
 
-    def _inline_setup(self, expr: ast.expr, mapping: dict[str, ast.expr]) -> ast.expr:
+    def _inline_setup(
+        self, expr: ast.expr, mapping: dict[str, ast.expr], arms_taken: bool = False
+    ) -> ast.expr:
         # The template's local names (atan2's r2) are shown as their expressions.
         # The incoming adjoint is 1 here (the local derivative), setup lines included.
         local = {**mapping, "g": ast.Constant(value=1)}
+        scope = {**_TEMPLATE_GLOBALS, **self.values, "g": 1.0}
         for stmt in self.setup:
-            local[stmt.targets[0].id] = substitute(stmt.value, local)
+            name, value = stmt.targets[0].id, stmt.value
+            if arms_taken:
+                value = _ArmsTaken(scope).visit(clone(value))
+                scope[name] = _eval(stmt.value, scope)
+            local[name] = substitute(value, local)
+        if arms_taken:
+            expr = _ArmsTaken(scope).visit(clone(expr))
         return substitute(expr, local)
 
     def evaluate(self, g: float) -> Any:
@@ -892,6 +902,21 @@ class _LocalDerivative:
         for stmt in self.setup:
             scope[stmt.targets[0].id] = _eval(stmt.value, scope)
         return _eval(self.template, scope)
+
+
+class _ArmsTaken(ast.NodeTransformer):
+    """Each conditional expression replaced by the arm its test takes on ``scope``'s values
+    (``1 if 0.75 > 0 else ...`` is ``1``); a test that cannot be computed stays."""
+
+    def __init__(self, scope: dict[str, Any]) -> None:
+        self.scope = scope
+
+    def visit_IfExp(self, node: ast.IfExp) -> ast.expr:
+        try:
+            taken = bool(_eval(node.test, self.scope))
+        except Exception:  # (a domain error is reported where the value is computed)
+            return self.generic_visit(node)
+        return self.visit(node.body if taken else node.orelse)
 
 
 _TEMPLATE_GLOBALS = {"math": math, "abs": abs, "min": min, "max": max, "float": float}

@@ -116,6 +116,7 @@ def simplify(node: ast.AST, facts: FloatFacts = NO_FACTS) -> ast.AST:
         return _simplify_unary(node)
     map_children(node, lambda child: simplify(child, facts))
     if cls is ast.IfExp:  # a rule's test on a literal argument: `2.0 > 0`, `3 != 0`
+        node.test = _without_neutral_literals(node.test)
         decided = literal_truth(node.test)
         if decided is not None:
             return node.body if decided else node.orelse
@@ -143,6 +144,21 @@ def _short_circuit(node: ast.BoolOp) -> ast.expr:
         return values[0]
     node.values = values
     return node
+
+
+def _without_neutral_literals(test: ast.expr) -> ast.expr:
+    """A test read for its truth without the literal operands that cannot decide it:
+    ``a == 0 or 0`` is ``a == 0`` (an explanation's ``g == 0`` with ``g = 1``)."""
+    if test.__class__ is not ast.BoolOp:
+        return test
+    neutral = isinstance(test.op, ast.And)  # `and` goes on past a true operand, `or` a false
+    kept = [value for value in test.values if literal_truth(value) is not neutral]
+    if not kept:
+        return ast.Constant(value=neutral)
+    if len(kept) == 1:
+        return kept[0]
+    test.values = kept
+    return test
 
 
 def _simplify_binop(node: ast.BinOp, facts: FloatFacts) -> ast.expr:
