@@ -129,8 +129,10 @@ class Generated:
     # The helper functions (``array_helpers.py``) the module defines: name -> alias.
     helpers: dict[str, str] = field(default_factory=dict)
     array_code: bool = False  # compiled for NumPy arrays (else for numbers)
-    # Raised if the generated function is differentiated again (``ir.RuledBody``).
+    # Raised if the generated function is differentiated again (``ir.RuledBody``), and if it
+    # is in forward mode (hessian).
     reread_refusal: Exception | None = None
+    forward_refusal: Exception | None = None
 
 
 Optimize = bool | Sequence[str]
@@ -216,9 +218,9 @@ def generate(
     arrays = external_arrays(functions)
     helpers = used_helpers(functions)
     inputs = [*core.params, *body.extra_params]
-    refusal = _reread_refusal(core, statements, body.returns, inputs)
+    refusals = _reread_refusals(core, statements, body.returns, inputs)
     return Generated(
-        text, name, _has_loops(core.body), n_outputs, arrays, helpers, core.array_mode, refusal
+        text, name, _has_loops(core.body), n_outputs, arrays, helpers, core.array_mode, *refusals
     )
 
 
@@ -324,14 +326,14 @@ def _has_loops(block: list[Stmt]) -> bool:
     return False
 
 
-def _reread_refusal(
+def _reread_refusals(
     core: CoreFunction, statements: list[ast.stmt], returns: ast.expr, inputs: list[str]
-) -> Exception | None:
-    """The refusal of the first ruled body that the returned values are computed from and
-    that depends on an input: one read only in a test, dropped by the passes, or of
-    constants (``cube(2.0)``) leaves second derivatives to the rule."""
+) -> tuple[Exception | None, Exception | None]:
+    """The refusals of the first ruled body (of the first forward-only one) that the returned
+    values are computed from and that depends on an input: one read only in a test, dropped
+    by the passes, or of constants (``cube(2.0)``) leaves second derivatives to the rule."""
     if not core.ruled_bodies:
-        return None
+        return None, None
     sources = _sources(statements)
     used = _closure(loads_in(returns), sources)
     readers: dict[str, set[str]] = {}
@@ -340,7 +342,18 @@ def _reread_refusal(
             readers.setdefault(read, set()).add(name)
     varying = _closure(inputs, readers)
     live = used & varying
-    return next((body.refusal for body in core.ruled_bodies if body.names & live), None)
+    refusals = {
+        forward_only: next(
+            (
+                body.refusal
+                for body in core.ruled_bodies
+                if body.forward_only is forward_only and body.names & live
+            ),
+            None,
+        )
+        for forward_only in (False, True)
+    }
+    return refusals[False], refusals[True]
 
 
 def _closure(start: list[str], edges: dict[str, set[str]]) -> set[str]:
@@ -448,7 +461,7 @@ def compile_transform(
     """Generate, load and label one transform of ``fn`` (see ``generate``)."""
     refuse_composite(fn)
     _check_composable(fn, kind)
-    refuse_differentiating_again(fn)
+    refuse_differentiating_again(fn, forward=kind == "jvp" or mode == "forward")
     fn = _differentiable_version(fn)
     with _collector_paused():
         generated = generate(load_function(fn), kind, wrt, mode, optimize)
@@ -471,6 +484,7 @@ def compile_transform(
     function.adcompile_outputs = generated.n_outputs
     function.adcompile_array_code = generated.array_code
     function.adcompile_reread_refusal = generated.reread_refusal
+    function.adcompile_forward_refusal = generated.forward_refusal
     return function
 
 

@@ -126,7 +126,7 @@ def array_partial(
         adjoint = adjoint_of(stand_in)
         if adjoint is not None:
             _insert_part(parts, path, _name(adjoint))
-    if list(parts) == [()]:
+    if list(parts) == [()] and not fn.leaves.get(param):
         return call(fn.helper("unbroadcast"), parts[()], _name(param))
     return call(fn.helper("gradient_like"), _name(param), _parts_literal(parts))
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import functools
 import sys
+import threading
 import types
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -33,16 +34,24 @@ def _cached(fn: Callable[..., Any], kind: str, wrt: Wrt = None) -> Callable[...,
     """``compile_transform(fn, kind, wrt)``, compiled once per function, code and ``wrt``,
     and compiled again when what it was compiled against changed: the rules in force (a
     rule registered later, a ``rule_scope`` left) or a constant the function reads."""
-    per_function = _CACHE.setdefault(fn, {})
-    key = _cache_key(fn, kind, wrt)
-    if key not in per_function:
+    with _CACHE_LOCK:
+        per_function = _CACHE.setdefault(fn, {})
+        key = _cache_key(fn, kind, wrt)
+        compiled = per_function.get(key)
+    if compiled is None:  # (compiled outside the lock: threads compile side by side)
         compiled = compile_transform(fn, kind, wrt)
         # Compiling may load rule tables (NumPy's, on first use): the key after it is the
         # one the next call computes.
-        per_function[key] = per_function[_cache_key(fn, kind, wrt)] = compiled
-        while len(per_function) > _VERSIONS_KEPT:  # the oldest first: dicts keep order
-            del per_function[next(iter(per_function))]
-    return per_function[key]
+        after = _cache_key(fn, kind, wrt)
+        with _CACHE_LOCK:
+            per_function[key] = per_function[after] = compiled
+            while len(per_function) > _VERSIONS_KEPT:  # the oldest first: dicts keep order
+                del per_function[next(iter(per_function))]
+    return compiled
+
+
+# Threads (each with its own rule_scope, say) compile and evict versions side by side.
+_CACHE_LOCK = threading.Lock()
 
 
 # Compiled versions kept per function: a constant changed in every step of a training loop

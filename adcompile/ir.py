@@ -51,11 +51,18 @@ class RuledBody:
 
     names: frozenset[str]
     refusal: Exception
+    # A call of a library function with a user's rule on arrays (`np.inner`): the generated
+    # code keeps the call, whose reverse-mode derivative is the rule, but forward mode over
+    # the gradient (hessian) would need a tangent the rule does not give.
+    forward_only: bool = False
 
 
-def refuse_differentiating_again(fn: object) -> None:
-    """Raise the refusal a generated function carries (``RuledBody``), if it carries one."""
+def refuse_differentiating_again(fn: object, forward: bool = False) -> None:
+    """Raise the refusal a generated function carries (``RuledBody``), if it carries one;
+    with ``forward``, also the one for forward mode over it."""
     refusal = getattr(fn, "adcompile_reread_refusal", None)
+    if refusal is None and forward:
+        refusal = getattr(fn, "adcompile_forward_refusal", None)
     if refusal is not None:  # a fresh error each time: the stored one is kept pristine
         raise type(refusal)(refusal.message, refusal.location)
 

@@ -57,7 +57,7 @@ from .mutating_calls import first_mutating_call
 from .names import NameTable, function_identifiers, user_name_table
 from .none_returns import none_returned
 from .rules import Rule, RuleTable, active_rules
-from .rules.registry import lookup_rule
+from .rules.registry import is_users_rule, lookup_rule
 from .source import (
     ComputedGlobal,
     FunctionSource,
@@ -1151,10 +1151,16 @@ class Lowerer(ArrayLowering):
         names = frozenset({target, *assignment_counts(forward)})
         self.ruled_bodies.append(RuledBody(names, self._error(NoDerivativeError, node, message)))
         if self.array_mode:
-            message = messages.user_rule_in_forward_mode(fs.name)
-            apply.tangent_refusal = self._error(NoDerivativeError, node, message)
-            apply.tangent_refusal.user_rule = fs.name  # hessian words it for itself
+            self._refuse_tangent(apply, node, fs.name)
         self.block.append(apply)
+
+    def _refuse_tangent(self, apply: Apply, node: ast.AST, name: str) -> None:
+        """Forward mode cannot use a user's rule on arrays: a vector-Jacobian product gives
+        the tangent only for numbers or elementwise functions, which cannot be told apart
+        (a rule on a binary ufunc sums a broadcast argument's adjoint back itself)."""
+        message = messages.user_rule_in_forward_mode(name)
+        apply.tangent_refusal = self._error(NoDerivativeError, node, message)
+        apply.tangent_refusal.user_rule = name  # hessian words it for itself
 
     def _inline(
         self, node: ast.AST, target: str, fs: FunctionSource, atoms: list[Atom] | None = None
@@ -1275,7 +1281,17 @@ class Lowerer(ArrayLowering):
         rule = rule or lookup_rule(self.rules, primal, len(args), arrays=self.array_mode)
         if rule is None:  # an operator without a rule: the rule table was changed
             raise self._error(NoDerivativeError, node, messages.no_rule(ast.unparse(node), primal))
-        self.block.append(Apply(target, rule, args, shape, node.lineno))
+        self._append_apply(node, Apply(target, rule, args, shape, node.lineno))
+
+    def _append_apply(self, node: ast.AST, apply: Apply) -> None:
+        """Add a primitive's statement to the block; in array code, one whose rule is a
+        user's (on a library function: `np.inner`) is refused by forward mode."""
+        if self.array_mode and is_users_rule(apply.rule):
+            self._refuse_tangent(apply, node, apply.rule.name)
+            message = messages.user_rule_forward_over_gradient(apply.rule.name)
+            refusal = self._error(NoDerivativeError, node, message)
+            self.ruled_bodies.append(RuledBody(frozenset({apply.target}), refusal, True))
+        self.block.append(apply)
 
     # ----- names, attributes and callees -------------------------------------------------
     def _constant(self, node: ast.Constant) -> Const:

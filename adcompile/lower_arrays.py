@@ -383,7 +383,7 @@ class ArrayLowering:
         rule = lookup_rule(self.rules, canonical_helper("split_part"), 1, arrays=True)
         func = ast.Name(id=self._helper_alias("split_part"), ctx=ast.Load())
         render = ast.Call(func=func, args=[_placeholder(0), *statics.values()], keywords=[])
-        self.block.append(Apply(target, rule, [g], render, node.lineno, statics=statics))
+        self._append_apply(node, Apply(target, rule, [g], render, node.lineno, statics=statics))
         return True
 
     def _is_output_check(self, expr: ast.expr) -> bool:
@@ -513,7 +513,7 @@ class ArrayLowering:
         keywords = [ast.keyword(arg=k.arg, value=statics[k.arg]) for k in node.keywords]
         placeholders = [_placeholder(i) for i in range(len(atoms))]
         render = ast.Call(func=shown, args=placeholders + given, keywords=keywords)
-        self.block.append(Apply(target, rule, atoms, render, node.lineno, statics=statics))
+        self._append_apply(node, Apply(target, rule, atoms, render, node.lineno, statics=statics))
         return True
 
     def _refuse_arrays_by_keyword(self, node: ast.Call, callee: object, shown: ast.expr) -> None:
@@ -570,7 +570,7 @@ class ArrayLowering:
             keywords=[ast.keyword(k.arg, slots.get(id(k.value), k.value)) for k in node.keywords],
         )
         atoms = [self._atom(e) for e in present]
-        self.block.append(Apply(target, rule, atoms, render, node.lineno))
+        self._append_apply(node, Apply(target, rule, atoms, render, node.lineno))
 
     def _einsum(self, node: ast.Call, target: str, callee: object, shown: ast.expr) -> None:
         """``np.einsum("ij,jk->ik", A, B)``: the subscripts are read now, and with them the
@@ -599,7 +599,7 @@ class ArrayLowering:
         keywords = [ast.keyword(arg="optimize", value=optimize)] if node.keywords else []
         placeholders = [_placeholder(i) for i in range(len(atoms))]
         render = ast.Call(func=shown, args=[literal, *placeholders], keywords=keywords)
-        self.block.append(Apply(target, rule, atoms, render, node.lineno, statics=statics))
+        self._append_apply(node, Apply(target, rule, atoms, render, node.lineno, statics=statics))
 
     def _einsum_subscripts(self, node: ast.expr) -> str:
         """The subscripts of an einsum call: a string literal, or a module-level string."""
@@ -649,7 +649,7 @@ class ArrayLowering:
         given = [statics.get(name, ast.Constant(value=None)) for name, _ in named]
         keywords = [ast.keyword(arg=k.arg, value=statics[k.arg]) for k in node.keywords]
         render = ast.Call(func=shown, args=[listed, *given], keywords=keywords)
-        self.block.append(Apply(target, rule, atoms, render, node.lineno, statics=statics))
+        self._append_apply(node, Apply(target, rule, atoms, render, node.lineno, statics=statics))
 
     def _method_call(self, node: ast.Call, target: str) -> None:
         """``x.sum(axis=0)``, ``x.reshape(3, 4)``: the NumPy function's rule on ``x``."""
@@ -685,7 +685,7 @@ class ArrayLowering:
             args=[_placeholder(i) for i in range(1, len(atoms))] + given,
             keywords=[ast.keyword(arg=k.arg, value=statics[k.arg]) for k in node.keywords],
         )
-        self.block.append(Apply(target, rule, atoms, render, node.lineno, statics=statics))
+        self._append_apply(node, Apply(target, rule, atoms, render, node.lineno, statics=statics))
 
     # ----- attributes --------------------------------------------------------------------
     def _array_attribute(self, node: ast.Attribute, target: str) -> None:
@@ -700,7 +700,7 @@ class ArrayLowering:
         atoms = [self._atom(node.value)]
         render = ast.Attribute(value=_placeholder(0), attr="T", ctx=ast.Load())
         statics = {"axes": ast.Constant(value=None)}
-        self.block.append(Apply(target, rule, atoms, render, node.lineno, statics=statics))
+        self._append_apply(node, Apply(target, rule, atoms, render, node.lineno, statics=statics))
 
     # ----- indexing ----------------------------------------------------------------------
     def _array_subscript(self, node: ast.Subscript, target: str) -> None:
@@ -716,7 +716,7 @@ class ArrayLowering:
         index = self._static(node.slice)
         render = ast.Subscript(value=_placeholder(0), slice=index, ctx=ast.Load())
         statics = {"index": as_value(index)}
-        self.block.append(Apply(target, rule, atoms, render, node.lineno, statics=statics))
+        self._append_apply(node, Apply(target, rule, atoms, render, node.lineno, statics=statics))
 
     def _tree_path(self, node: ast.expr) -> tuple[str, tuple[object, ...]] | None:
         """(parameter, keys) if ``node`` is a parameter indexed by constant keys only."""

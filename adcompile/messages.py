@@ -414,6 +414,16 @@ def user_rule_differentiated_again(name: str) -> str:
     )
 
 
+def user_rule_forward_over_gradient(name: str) -> str:
+    """Forward mode over a gradient (hessian) through a user rule on a library function."""
+    return (
+        f"second derivatives in forward mode (hessian; jvp or jacobian(..., mode='forward') "
+        f"of a gradient) cannot use the rule registered for `{name}` on arrays: a rule gives "
+        "the vector-Jacobian product only; jacobian(grad(f)) takes the second derivatives "
+        "in reverse mode, through the rule"
+    )
+
+
 def user_rule_in_looped_hessian(name: str) -> str:
     """``hessian`` of NumPy code with loops through a user rule on arrays."""
     return (

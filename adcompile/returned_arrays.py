@@ -103,6 +103,8 @@ class _Origins:
             return self.of(value.id, depth + 1)
         if isinstance(value, ast.BinOp | ast.UnaryOp | ast.Compare | ast.Constant):
             return name  # arithmetic on arrays makes a new array; a number is never shared
+        if isinstance(value, ast.Dict | ast.List | ast.Tuple):
+            return name  # a user rule's adjoint of a dict or list argument: a new one
         if isinstance(value, ast.Attribute | ast.Subscript):  # x.T, x[i]: a view of x
             return self._origin(name, value.value, depth + 1)
         if not isinstance(value, ast.Call):

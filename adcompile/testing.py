@@ -103,13 +103,13 @@ def _one_sided_agreement(
     ``-inf``). When the function is finite there and mpmath's one-sided derivatives agree on
     a finite value, that is the partial (noted in the report); otherwise SymPy's value stands.
     """
-    from .reference import one_sided_partials
+    from .reference import complete_point, one_sided_partials
 
     try:
         primal = load_primal()
         if not callable(primal):
             return symbolic
-        value = primal(*point.values())
+        value = primal(*complete_point(primal, point).values())  # (any order of keys)
         if not (isinstance(value, int | float) and math.isfinite(value)):
             return symbolic
         left, right = one_sided_partials(primal, point, name)

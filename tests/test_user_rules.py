@@ -624,3 +624,63 @@ def test_a_rule_adjoint_of_the_wrong_shape_is_refused_when_it_runs(tmp_path, sha
             name
         ]  # d/dx of sum(2x), sum(4x^2)
         np.testing.assert_array_equal(grad(getattr(module, name))(x), expected)
+
+
+def test_a_rule_reading_its_local_before_assigning_it_is_refused(tmp_path):
+    # Inlined, `a = k * g` read the caller's k (1000.0): a silent 2500.0 where Python raises.
+    module = module_from_source(
+        tmp_path,
+        "def sq(x):\n    return x * x\n\n\ndef f(x):\n    k = 1000.0\n    return sq(x) + k * x\n",
+    )
+    with rule_scope(), pytest.raises(RuleError, match=r"the rule for .*sq reads k"):
+
+        @derivative(module.sq)
+        def reads_first(x, result, g):
+            a = k * g  # noqa: F821 -- the fault under test
+            k = 2.0
+            return a * x * k
+
+
+def test_the_sympy_check_reads_a_point_by_name_in_any_order():
+    # The one-sided fallback ran the function on the values in the dict's order: at the
+    # swapped point log(0) failed, and SymPy's nan and -inf stood as a false MISMATCH.
+    def f(x, y):
+        return x**y + math.log(y)
+
+    assert_grad_matches_sympy(f, points=[{"y": 2.0, "x": 0.0}])
+
+
+def test_jvp_and_vjp_compile_side_by_side_in_threads_with_their_own_rule_scopes(module):
+    # Each thread's scope is a new cache key, so versions are evicted all the time; without a
+    # lock two threads evicted the same one (KeyError) or iterated while one was added.
+    import sys
+    import threading
+    import time
+
+    from adcompile import jvp, vjp
+
+    errors: list[BaseException] = []
+    expected = grad(module.loss)(0.5, 2.0)[0]
+
+    def work() -> None:
+        end = time.monotonic() + 2.0
+        while time.monotonic() < end:
+            try:
+                with rule_scope():
+                    assert jvp(module.loss, (0.5, 2.0), (1.0, 0.0))[1] == pytest.approx(expected)
+                    vjp(module.loss, 0.5, 2.0)[1](1.0)
+            except BaseException as error:  # collected, then reported
+                errors.append(error)
+                return
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors[:3]

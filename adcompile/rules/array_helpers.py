@@ -453,11 +453,13 @@ def gradient_like(tree, parts):
     is the adjoint of the whole, or a dict from keys to the parts below them (key ``()``:
     the adjoint of the value itself); whatever no part reaches gets zeros.
     """
+    if isinstance(parts, list | tuple):  # a user rule's adjoint of a list argument
+        parts = _as_parts(parts)
     if type(parts) is not dict:
         return unbroadcast(parts, tree)
+    if isinstance(tree, dict | list | tuple) and () in parts:
+        parts = _whole_as_parts(parts)
     if isinstance(tree, dict):
-        if () in parts:
-            raise TypeError("a structured parameter was used whole in arithmetic")
         grads = {}
         for key, value in tree.items():
             part = parts.get(key, {})
@@ -466,8 +468,6 @@ def gradient_like(tree, parts):
             )
         return grads
     if isinstance(tree, list | tuple):
-        if () in parts:
-            raise TypeError("a structured parameter was used whole in arithmetic")
         below = {}
         for key, part in parts.items():  # layers[-1] and layers[1] may be the same item
             i = key % len(tree)
@@ -476,6 +476,25 @@ def gradient_like(tree, parts):
     out = np.zeros(np.shape(tree), dtype=np.result_type(tree, 1.0))
     _add_parts(out, (), parts)
     return unbroadcast(out, tree)
+
+
+def _whole_as_parts(parts):
+    """``parts`` with the adjoint of the whole structured value (a user rule's, shaped like
+    its dict or list argument) spread over its keys."""
+    whole = parts[()]
+    if not isinstance(whole, dict | list | tuple):
+        raise TypeError("a structured parameter was used whole in arithmetic")
+    rest = {key: part for key, part in parts.items() if key != ()}
+    return _merged(rest, _as_parts(whole)) if rest else _as_parts(whole)
+
+
+def _as_parts(adjoint):
+    """A structured adjoint as parts: a dict from keys (or indices) to the parts below."""
+    if isinstance(adjoint, dict):
+        return {key: _as_parts(value) for key, value in adjoint.items()}
+    if isinstance(adjoint, list | tuple):
+        return {i: _as_parts(value) for i, value in enumerate(adjoint)}
+    return adjoint
 
 
 def _merged(a, b):
@@ -515,8 +534,20 @@ def check_scalar(value):
 
 def check_rule_adjoint(adjoint, x, rule):
     """Raise unless the adjoint a user's rule returned has the shape of its argument ``x``
-    (as JAX's custom_vjp asks): ``unbroadcast`` would otherwise stretch a wrong one."""
-    if np.shape(adjoint) != np.shape(x):
+    (as JAX's custom_vjp asks): ``unbroadcast`` would otherwise stretch a wrong one. For a
+    dict, list or tuple argument: the same keys or length, and each leaf's shape."""
+    if isinstance(x, dict | list | tuple):
+        if _layout(adjoint) != _layout(x):
+            raise ValueError(
+                "the rule for "
+                + rule
+                + " returned an adjoint laid out as "
+                + str(_layout(adjoint))
+                + " (shapes) for an argument laid out as "
+                + str(_layout(x))
+                + "; return one with the argument's keys, items and shapes"
+            )
+    elif np.shape(adjoint) != np.shape(x):
         raise ValueError(
             "the rule for "
             + rule
@@ -526,6 +557,15 @@ def check_rule_adjoint(adjoint, x, rule):
             + str(np.shape(x))
             + "; return one of the argument's shape"
         )
+
+
+def _layout(tree):
+    """A (nested) dict, list or tuple with each leaf replaced by its shape."""
+    if isinstance(tree, dict):
+        return {key: _layout(value) for key, value in tree.items()}
+    if isinstance(tree, list | tuple):
+        return type(tree)(_layout(value) for value in tree)
+    return np.shape(tree)
 
 
 def forward_jacobian(jvp, args, wrt):
@@ -710,9 +750,12 @@ HELPERS = {
     "_linear_scan": _linear_scan,
     "gradient_like": gradient_like,
     "_merged": _merged,
+    "_whole_as_parts": _whole_as_parts,
+    "_as_parts": _as_parts,
     "_add_parts": _add_parts,
     "check_scalar": check_scalar,
     "check_rule_adjoint": check_rule_adjoint,
+    "_layout": _layout,
     "forward_jacobian": forward_jacobian,
     "_basis": _basis,
     "_zeros_like": _zeros_like,
@@ -788,11 +831,14 @@ HELPER_DEPENDENCIES = {
     "_shifted": (),
     "_exclusive_cumprod": (),
     "_linear_scan": (),
-    "gradient_like": ("unbroadcast", "_merged", "_add_parts"),
+    "gradient_like": ("unbroadcast", "_merged", "_add_parts", "_whole_as_parts", "_as_parts"),
+    "_whole_as_parts": ("_merged", "_as_parts"),
+    "_as_parts": (),
     "_merged": (),
     "_add_parts": (),
     "check_scalar": (),
-    "check_rule_adjoint": (),
+    "check_rule_adjoint": ("_layout",),
+    "_layout": (),
     "forward_jacobian": ("_basis", "_zeros_like", "_stacked"),
     "_basis": ("_leaves", "_rebuilt", "_zero", "_unit"),
     "_zeros_like": ("_leaves", "_rebuilt", "_zero"),

@@ -196,8 +196,11 @@ class RuleTable:
 
 
 BUILTIN_RULES = RuleTable()
+# Users' rules registered outside any scope: a table of their own above the built-in one, so
+# that in array code they come before the array rules as scoped ones do (``lookup_rule``).
+USER_RULES = RuleTable(parent=BUILTIN_RULES)
 _ACTIVE: contextvars.ContextVar[RuleTable] = contextvars.ContextVar(
-    "adcompile_rules", default=BUILTIN_RULES
+    "adcompile_rules", default=USER_RULES
 )
 # Rules registered so far, in any table: part of the key of code compiled once and reused
 # (``compose.py``), so that a rule registered later is used.
@@ -262,7 +265,8 @@ def lookup_rule(table: RuleTable, primal: object, arity: int, *, arrays: bool) -
 
 
 def active_rules() -> RuleTable:
-    """The rule table in force (the built-in one unless a scope is open)."""
+    """The rule table in force (users' module-level rules over the built-in ones, unless a
+    scope is open)."""
     return _ACTIVE.get()
 
 

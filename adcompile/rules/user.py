@@ -25,44 +25,61 @@ from .registry import (
 )
 
 
-def _primal_params(fn: Callable[..., Any]) -> list[str] | None:
+def _primal_params(fn: Callable[..., Any]) -> tuple[list[str], int] | None:
+    """The positional parameters a rule for ``fn`` takes, and how many of them it must take.
+
+    Your own function is inlined with its defaults filled in, so its rule takes every
+    parameter. A library function (`np.sin(x, out=None)`, `pow(base, exp, mod=None)`) is
+    called with some of them, and a rule serves the calls with as many arguments as it takes.
+    """
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):  # C functions may have no signature
         return None
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     others = [p.name for p in signature.parameters.values() if p.kind not in kinds]
-    if others and isinstance(fn, types.FunctionType):  # never callable in supported code
+    library = _is_library(fn)
+    if others and not library:  # never callable in supported code
         raise RuleError(
             f"{display_name(fn)} takes {', '.join(others)} other than by position (*args, "
             "**kwargs or keyword-only), which differentiated code cannot pass; a rule needs "
             "a function of positional parameters"
         )
-    return [p.name for p in signature.parameters.values() if p.kind in kinds]
+    positional = [p for p in signature.parameters.values() if p.kind in kinds]
+    required = sum(p.default is inspect.Parameter.empty for p in positional)
+    return [p.name for p in positional], required if library else len(positional)
+
+
+def _is_library(fn: Callable[..., Any]) -> bool:
+    """Whether calls of ``fn`` stay calls in generated code (math, builtins, NumPy, C
+    functions) rather than being inlined, as your own Python functions are."""
+    from ..lower_arrays import is_numpy  # (it imports the rule registry)
+
+    if not isinstance(fn, types.FunctionType):
+        return True
+    return getattr(fn, "__module__", None) in ("math", "builtins") or is_numpy(fn)
 
 
 def _free_names(template: Callable[..., Any]) -> set[str]:
+    """The names the template reads that are not its parameters or its own locals assigned
+    before the read (a read before the assignment would be the caller's variable once the
+    rule is inlined, where Python raises UnboundLocalError)."""
     node = template_def(template)
-    params = {a.arg for a in node.args.args}
-    assigned = {
-        t.id
-        for stmt in node.body
-        if isinstance(stmt, ast.Assign)
-        for t in stmt.targets
-        if isinstance(t, ast.Name)
-    }
-    read = {
-        n.id
-        for n in ast.walk(ast.Module(body=node.body, type_ignores=[]))
-        if isinstance(n, ast.Name)
-    }
-    return read - params - assigned - TEMPLATE_GLOBALS
+    defined = {a.arg for a in node.args.args} | TEMPLATE_GLOBALS
+    free: set[str] = set()
+    for stmt in node.body:
+        value = stmt.value if isinstance(stmt, ast.Assign | ast.Return | ast.Expr) else stmt
+        free |= {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} - defined
+        if isinstance(stmt, ast.Assign):
+            defined |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+    return free
 
 
 def check_template(fn: Callable[..., Any], template: Callable[..., Any]) -> None:
     """Reject a template whose parameters do not match ``fn`` or that reads other names."""
     name = display_name(fn)
-    expected = _primal_params(fn)
+    primal = _primal_params(fn)
+    expected, required = primal if primal is not None else (None, 0)
     clash = sorted({"result", "g"} & set(expected or ()))
     if clash:
         raise RuleError(
@@ -78,10 +95,13 @@ def check_template(fn: Callable[..., Any], template: Callable[..., Any]) -> None
             f"the rule for {name} takes `result` and `g` by keyword only; write them as the "
             "last positional parameters, after the parameters of {name}".replace("{name}", name)
         )
-    if expected is not None and got != [*expected, "result", "g"]:
-        wanted = ", ".join([*expected, "result", "g"])
+    allowed = [
+        [*expected[:count], "result", "g"] for count in range(required, len(expected or ()) + 1)
+    ]
+    if expected is not None and got not in allowed:
+        wanted = " or ".join(f"({', '.join(form)})" for form in allowed)
         raise RuleError(
-            f"the rule for {name} must take ({wanted}): the parameters of {name}, then the "
+            f"the rule for {name} must take {wanted}: the parameters of {name}, then the "
             f"primal result, then the incoming adjoint; it takes ({', '.join(got)})"
         )
     free = _free_names(template)
