@@ -368,6 +368,24 @@ def _closure(start: list[str], edges: dict[str, set[str]]) -> set[str]:
     return reached
 
 
+# What reads only an array's shape (or dtype): `np.full(np.shape(t), 1.0)` carries no
+# derivative of `t`, so a ruled value read that way does not stand in the way.
+_SHAPE_CALLS = frozenset({"shape", "ndim", "size", "zeros_like", "ones_like", "empty_like"})
+_SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "size", "dtype"})
+
+
+def _value_reads(node: ast.AST) -> set[str]:
+    """The names whose values ``node`` reads, leaving out those it reads for their shape."""
+    func = node.func if isinstance(node, ast.Call) else None
+    if isinstance(func, ast.Attribute) and func.attr in _SHAPE_CALLS:
+        return set()  # np.shape(t), np.zeros_like(t, dtype=...)
+    if isinstance(node, ast.Attribute) and node.attr in _SHAPE_ATTRIBUTES:
+        return set()  # t.shape
+    if isinstance(node, ast.Name):
+        return {node.id} if isinstance(node.ctx, ast.Load) else set()
+    return {name for child in ast.iter_child_nodes(node) for name in _value_reads(child)}
+
+
 def _sources(statements: list[ast.stmt]) -> dict[str, set[str]]:
     """Each name, and the names its values are computed from: through any assignment (or
     ``stack.append(v)``) of either sweep; the tests of ``if`` and ``while``, which carry no
@@ -390,7 +408,7 @@ def _sources(statements: list[ast.stmt]) -> dict[str, set[str]]:
                 targets = {receiver.id} if isinstance(receiver, ast.Name) else set()
                 reads = set(loads_in(call))
             else:
-                targets, reads = stored_names(stmt), set(loads_in(stmt))
+                targets, reads = stored_names(stmt), _value_reads(stmt)
             for name in targets:
                 sources.setdefault(name, set()).update(reads)
 

@@ -1143,6 +1143,9 @@ class Lowerer(ArrayLowering):
         if not self.array_mode and _reads_numpy(rule):  # the module would not import NumPy
             message = messages.numpy_rule_in_scalar_code(fs.name)
             raise self._error(UnsupportedSyntaxError, node, message)
+        if _returns_tuple(fs.node):  # its g would be a tuple of adjoints, the code one number
+            message = messages.rule_on_tuple_output(fs.name)
+            raise self._error(UnsupportedSyntaxError, node, message)
         forward = self._sub_block(lambda: self._inline(node, target, fs, atoms))
         placeholders = [_placeholder(i) for i in range(len(atoms))]
         shape = ast.Call(func=ast.Name(id=fs.name, ctx=ast.Load()), args=placeholders, keywords=[])
@@ -1854,6 +1857,18 @@ def _callee_key(func: ast.expr) -> tuple[str, ...] | None:
         return None
     parts.append(func.id)
     return tuple(reversed(parts))
+
+
+def _returns_tuple(node: ast.AST) -> bool:
+    """Whether a function's own body (not a nested def's) returns a literal tuple."""
+    pending = list(ast.iter_child_nodes(node))
+    while pending:
+        child = pending.pop()
+        if isinstance(child, ast.Return) and isinstance(child.value, ast.Tuple):
+            return True
+        if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            pending.extend(ast.iter_child_nodes(child))
+    return False
 
 
 def _user_function_source(callee: object) -> FunctionSource | None:

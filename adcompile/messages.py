@@ -414,6 +414,16 @@ def user_rule_differentiated_again(name: str) -> str:
     )
 
 
+def rule_on_tuple_output(name: str) -> str:
+    """A user rule on a function that returns a tuple."""
+    return (
+        f"`{name}` returns a tuple, and a rule on a function returning several values is not "
+        "supported yet (its `g` would be a tuple of adjoints); leave the rule out, so that "
+        f"adcompile differentiates the source of `{name}`, or give each value a function "
+        "and a rule of its own"
+    )
+
+
 def user_rule_forward_over_gradient(name: str) -> str:
     """Forward mode over a gradient (hessian) through a user rule on a library function."""
     return (

@@ -632,7 +632,7 @@ def test_a_rule_reading_its_local_before_assigning_it_is_refused(tmp_path):
         tmp_path,
         "def sq(x):\n    return x * x\n\n\ndef f(x):\n    k = 1000.0\n    return sq(x) + k * x\n",
     )
-    with rule_scope(), pytest.raises(RuleError, match=r"the rule for .*sq reads k"):
+    with rule_scope(), pytest.raises(RuleError, match=r"the rule for .*sq reads k before assig"):
 
         @derivative(module.sq)
         def reads_first(x, result, g):
@@ -684,3 +684,69 @@ def test_jvp_and_vjp_compile_side_by_side_in_threads_with_their_own_rule_scopes(
     finally:
         sys.setswitchinterval(interval)
     assert not errors, errors[:3]
+
+
+PAIR_SOURCE = """
+def pair(x):
+    return x * x, x * 3.0
+
+
+def indexed(x):
+    p = pair(x)
+    return p[0] + 2.0 * p[1]
+
+
+def h(x):
+    return x * x
+
+
+def f(x):
+    return h(x) + 0.0
+"""
+
+
+def test_a_rule_on_a_function_returning_a_tuple_is_refused_where_it_is_used(tmp_path):
+    # Its g is a tuple of adjoints, while the generated code passed one number: vjp refused
+    # the tuple cotangent, jacobian and jvp failed with "'float' object is not subscriptable".
+    from adcompile import UnsupportedSyntaxError, jacobian, jvp, vjp
+
+    module = module_from_source(tmp_path, PAIR_SOURCE)
+    with rule_scope():
+
+        @derivative(module.pair)
+        def pair_rule(x, result, g):
+            return g[0] * 2.0 * x + g[1] * 3.0
+
+        refusal = r"`pair` returns a tuple, and a rule on a function returning several values"
+        for transform in (
+            lambda: vjp(module.pair, 1.5),
+            lambda: jacobian(module.pair),
+            lambda: jvp(module.pair, (1.5,), (1.0,)),
+        ):
+            with pytest.raises(UnsupportedSyntaxError, match=r":2:1: " + refusal):
+                transform()
+        with pytest.raises(UnsupportedSyntaxError, match=r":7:9: " + refusal):
+            grad(module.indexed)
+
+
+def test_a_rules_int_literal_adjoint_is_a_float_partial(tmp_path):
+    module = module_from_source(tmp_path, PAIR_SOURCE)
+    with rule_scope():
+
+        @derivative(module.h)
+        def constant(x, result, g):
+            return 0
+
+        for mode in ("reverse", "forward"):
+            partial = grad(module.f, mode=mode)(1.5)
+            assert partial == 0.0 and type(partial) is float
+
+
+def test_a_rules_form_is_checked_before_the_names_it_reads(module):
+    # `a, b = ...` was refused for "reading a, b", not for its form.
+    with rule_scope(), pytest.raises(RuleError, match="only `name = expression` lines may precede"):
+
+        @derivative(module.loss)
+        def unpacks(w, x, result, g):
+            a, b = g * x, g * w
+            return a, b

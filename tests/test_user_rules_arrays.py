@@ -216,3 +216,30 @@ def test_a_rules_adjoint_of_a_dict_or_list_argument_is_checked_leaf_by_leaf(laye
 
         with pytest.raises(ValueError, match=r"laid out as \(\(2, 3\), \(2,\)\)"):
             grad(module.loss2)([W, b], x)
+
+
+SCALE_SOURCE = """
+import numpy as np
+
+
+def scale(x):
+    return x * 2.0
+
+
+def lin(x):
+    return np.sum(scale(x) * 3.0) + np.sum(x ** 3)
+"""
+
+
+def test_hessian_goes_through_a_rule_whose_value_the_gradient_reads_for_its_shape(tmp_path):
+    # The gradient seeds sum's adjoint as np.full(np.shape(t), 1.0): a read of the ruled
+    # value's shape, no derivative of it; it was refused as "second derivatives through".
+    module = module_from_source(tmp_path, SCALE_SOURCE)
+    x = np.array([1.0, 2.0, 3.0])
+    with rule_scope():
+
+        @derivative(module.scale)
+        def linear(x, result, g):
+            return g * 2.0
+
+        np.testing.assert_allclose(hessian(module.lin)(x), np.diag(6.0 * x), rtol=1e-14)

@@ -100,8 +100,15 @@ def parse_template(
             f"rule {template.__name__} returns {len(exprs)} adjoint(s) for {arity} argument(s); "
             "return one per argument, in order (None for one with no derivative)"
         )
-    adjoints = [None if _is_none(e) else e for e in exprs]
+    adjoints = [None if _is_none(e) else _float_literal(e) for e in exprs]
     return body[:-1], adjoints
+
+
+def _float_literal(expr: ast.expr) -> ast.expr:
+    """An int literal adjoint (a rule's ``return 0``) as a float: partials are floats."""
+    if isinstance(expr, ast.Constant) and type(expr.value) is int:
+        return ast.copy_location(ast.Constant(value=float(expr.value)), expr)
+    return expr
 
 
 def _is_none(expr: ast.expr) -> bool:

@@ -21,6 +21,8 @@ from .registry import (
     RuleTable,
     active_rules,
     display_name,
+    parse_template,
+    template_arity,
     template_def,
 )
 
@@ -104,6 +106,7 @@ def check_template(fn: Callable[..., Any], template: Callable[..., Any]) -> None
             f"the rule for {name} must take {wanted}: the parameters of {name}, then the "
             f"primal result, then the incoming adjoint; it takes ({', '.join(got)})"
         )
+    parse_template(template, template_arity(template)[0])  # its form first: `a, b = ...`
     free = _free_names(template)
     modules = {
         n: v.__name__
@@ -118,11 +121,27 @@ def check_template(fn: Callable[..., Any], template: Callable[..., Any]) -> None
             "`math.exp(x)`, `np.exp(x)`"
         )
     if free:
+        early = sorted(free & _assigned(template))
+        when = f" ({', '.join(early)} before assigning it)" if early else ""
+        if early == sorted(free):
+            when = " before assigning it"
         raise RuleError(
-            f"the rule for {name} reads {', '.join(sorted(free))}; a rule is inlined into "
-            "standalone generated code, so it may use only its parameters, `math`, "
-            "abs/min/max/float and literals"
+            f"the rule for {name} reads {', '.join(sorted(free))}{when}; a rule is inlined "
+            "into standalone generated code, so it may use only its parameters, `math`, "
+            "abs/min/max/float, literals and its own names once assigned"
         )
+
+
+def _assigned(template: Callable[..., Any]) -> set[str]:
+    """The names the template's lines assign."""
+    body = template_def(template).body
+    return {
+        t.id
+        for s in body
+        if isinstance(s, ast.Assign)
+        for t in s.targets
+        if isinstance(t, ast.Name)
+    }
 
 
 def derivative(
