@@ -632,7 +632,11 @@ class ArrayLowering:
         self, node: ast.Call, target: str, callee: object, rule: Rule, shown: ast.expr
     ) -> None:
         """``np.concatenate([a, b], axis=1)``: one operand per element of the list."""
-        if not node.args or not isinstance(node.args[0], ast.List | ast.Tuple):
+        first = node.args[0] if node.args else None
+        if isinstance(first, ast.Constant | ast.UnaryOp) and _all_constant(first):
+            self._opaque(node, target)  # `np.array(1)`, a constant (an index, say)
+            return
+        if not isinstance(first, ast.List | ast.Tuple):
             message = f"{rule.name} takes a list or tuple literal of arrays here, e.g. [a, b]"
             raise self._error(UnsupportedSyntaxError, node, message)
         sequence = node.args[0]

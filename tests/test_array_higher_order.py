@@ -436,3 +436,18 @@ def test_hessian_through_a_helper_that_returns_early_inside_a_branch() -> None:
             sech2 = 1.0 - np.tanh(x) ** 2
             expected = np.diag(2.0 * sech2 - 2.0 * x * np.tanh(x) * sech2)
         np.testing.assert_allclose(hessian(fn)(x), expected, rtol=1e-12, atol=1e-15)
+
+
+def test_a_constant_made_by_np_array_goes_through_hessian(tmp_path):
+    # grad kept `x[np.array(1)]`; read back for the Hessian, `np.array(1)` (an argument that
+    # is no list) was refused, at a line of the generated gradient.
+    from tests.helpers import module_from_source
+
+    module = module_from_source(
+        tmp_path,
+        "import numpy as np\n\n\ndef f(x):\n"
+        "    return np.sum(x[np.array(1)] ** 3) * np.array(2.0)\n",
+    )
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(grad(module.f)(x), [0.0, 24.0, 0.0], rtol=1e-15)
+    np.testing.assert_allclose(hessian(module.f)(x), np.diag([0.0, 24.0, 0.0]), rtol=1e-15)
