@@ -213,14 +213,17 @@ def _helper_uses_numpy(helper: object, seen: set[int]) -> bool:
 
 
 def _on_local_name(node: ast.Attribute | ast.Subscript, local: set[str]) -> bool:
-    """``x.T``, ``x.sum``, ``params["W1"]``: an attribute or constant key of a local; or an
-    attribute of a computed value (``(x ** 2).sum``), which only arrays have here."""
+    """``x.T``, ``x.sum``, ``params["W1"]``, ``A[1, 2]``: an attribute, constant key or
+    index tuple (no list or tuple takes one) of a local; or an attribute of a computed value
+    (``(x ** 2).sum``), which only arrays have here."""
     value = node.value
     if node.__class__ is ast.Attribute and value.__class__ not in _NAMED_OR_CONSTANT:
         return True
     if value.__class__ is not ast.Name or value.id not in local:
         return False
-    return node.__class__ is ast.Attribute or _constant_key(node.slice) is not None
+    if node.__class__ is ast.Attribute:
+        return True
+    return node.slice.__class__ is ast.Tuple or _constant_key(node.slice) is not None
 
 
 # Attributes of these are modules' (`math.pi`, `np.linalg.det`) or literals' (`(1.0).real`).

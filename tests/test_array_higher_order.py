@@ -451,3 +451,21 @@ def test_a_constant_made_by_np_array_goes_through_hessian(tmp_path):
     x = np.array([1.0, 2.0, 3.0])
     np.testing.assert_allclose(grad(module.f)(x), [0.0, 24.0, 0.0], rtol=1e-15)
     np.testing.assert_allclose(hessian(module.f)(x), np.diag([0.0, 24.0, 0.0]), rtol=1e-15)
+
+
+def test_an_index_tuple_is_array_syntax_in_a_function_without_numpy(tmp_path):
+    # `A[1, 2]` indexes no list or tuple; without an `np.` call the function was compiled
+    # for numbers and refused ("indexing a sequence gives its items no derivative").
+    from tests.helpers import module_from_source
+
+    module = module_from_source(
+        tmp_path, "def f(A):\n    return A[1, 2] * A[0, 0] + A[-1, -1] ** 2\n"
+    )
+    A = np.arange(1.0, 13.0).reshape(3, 4)
+    expected = np.zeros((3, 4))
+    expected[1, 2], expected[0, 0], expected[2, 3] = A[0, 0], A[1, 2], 2.0 * A[2, 3]
+    np.testing.assert_allclose(grad(module.f)(A), expected, rtol=1e-15)
+    H = hessian(module.f)(A)
+    assert H.shape == (3, 4, 3, 4)
+    assert H[1, 2, 0, 0] == H[0, 0, 1, 2] == 1.0 and H[2, 3, 2, 3] == 2.0
+    assert np.count_nonzero(H) == 3
