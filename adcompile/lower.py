@@ -1250,7 +1250,9 @@ class Lowerer(ArrayLowering):
         if helper_name(callee):  # in a generated gradient, differentiated again
             message = messages.no_second_derivative(helper_name(callee))
             raise self._error(NoDerivativeError, node, message)
-        if callee is builtins.len:  # a length: never depends on the values, like x.shape
+        if callee is builtins.len or callee is builtins.range:
+            # A length never depends on the values (like x.shape); a range's items are loop
+            # counts, as in `for k in range(n)`, also inside reversed/enumerate/zip.
             self._opaque(node, target)
             return
         arities = self.rules.arities(callee)

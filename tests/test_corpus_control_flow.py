@@ -886,3 +886,48 @@ def test_a_loop_iterates_what_its_sequence_name_held_at_the_start(tmp_path: Path
             assert value == fn(X, w)
             np.testing.assert_array_equal(dX, np.tile(w, (3, 1)))
             np.testing.assert_array_equal(dw, X.sum(axis=0))
+
+
+RANGE_IN_SEQUENCES = """
+import math
+
+
+def rev(x, n):
+    s = x
+    for k in reversed(range(n)):
+        s = s * x + k
+    return s
+
+
+def enum_range(x, n):
+    s = x
+    for j, k in enumerate(range(n)):
+        s = s * x + j * k
+    return s
+
+
+def rev_floor(x):
+    s = x
+    for k in reversed(range(math.floor(3.0 * x))):
+        s = s * x + k
+    return s
+"""
+
+
+def test_a_range_inside_reversed_enumerate_or_zip_is_a_loop_count(tmp_path):
+    # `reversed(range(n))` becomes `seq = range(n)`, then `seq[k]`: with n differentiated
+    # (the default wrt, jvp, vjp, hessian), range counted as a value with no derivative and
+    # the indexing was refused, where `range(n - 1, -1, -1)` compiled.
+    from adcompile import jvp
+    from tests.helpers import module_from_source
+
+    module = module_from_source(tmp_path, RANGE_IN_SEQUENCES)
+    x = 0.7  # rev(x, 3) = x**4 + 2 x**2 + x; enum_range(x, 3) = x**4 + x + 2
+    assert grad(module.rev)(x, 3) == pytest.approx((4 * x**3 + 4 * x + 1, 0.0), rel=1e-14)
+    assert jvp(module.rev, (x, 3), (1.0, 0))[1] == pytest.approx(4 * x**3 + 4 * x + 1)
+    assert hessian(module.rev)(x, 3)[0][0] == pytest.approx(12 * x**2 + 4, rel=1e-14)
+    assert grad(module.enum_range)(x, 3) == pytest.approx((4 * x**3 + 1, 0.0), rel=1e-14)
+    # floor(3 * 1.7) = 5 terms: s = x**6 + 4 x**4 + 3 x**3 + 2 x**2 + x
+    y = 1.7
+    expected = 6 * y**5 + 16 * y**3 + 9 * y**2 + 4 * y + 1
+    assert grad(module.rev_floor)(y) == pytest.approx(expected, rel=1e-14)
