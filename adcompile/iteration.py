@@ -241,7 +241,8 @@ class IterationRewriter:
         renames: dict[str, str] = {}
         new_locals = {acc}
         start = ast.Constant(value=0 if kind == "sum" else None)
-        statements: list[ast.stmt] = [_assign(acc, start)]
+        given = [*call.args[1:], *(k.value for k in call.keywords)]  # sum's start
+        statements: list[ast.stmt] = [_assign(acc, given[0] if given else start)]
         generators = comprehension.generators
         for generator in generators:
             if generator.is_async:

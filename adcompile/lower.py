@@ -1775,11 +1775,17 @@ def _reads_numpy(rule: Rule) -> bool:
 
 
 def _reduction_kind(node: ast.Call, callee: object) -> str | None:
-    """``sum``/``min``/``max`` of a single generator expression or list comprehension."""
+    """``sum``/``min``/``max`` of a single generator expression or list comprehension (and
+    ``sum``'s ``start``, by position or keyword)."""
     comprehension = (ast.GeneratorExp, ast.ListComp)
-    if len(node.args) != 1 or node.keywords or not isinstance(node.args[0], comprehension):
+    if not node.args or not isinstance(node.args[0], comprehension):
         return None
-    for kind in ("sum", "min", "max"):
+    extras = [*node.args[1:], *node.keywords]
+    if callee is builtins.sum and len(extras) <= 1 and all(k.arg == "start" for k in node.keywords):
+        return "sum"
+    if len(node.args) != 1 or node.keywords:
+        return None
+    for kind in ("min", "max"):
         if callee is getattr(builtins, kind):
             return kind
     return None

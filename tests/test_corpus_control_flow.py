@@ -931,3 +931,30 @@ def test_a_range_inside_reversed_enumerate_or_zip_is_a_loop_count(tmp_path):
     y = 1.7
     expected = 6 * y**5 + 16 * y**3 + 9 * y**2 + 4 * y + 1
     assert grad(module.rev_floor)(y) == pytest.approx(expected, rel=1e-14)
+
+
+SUM_WITH_START = """
+import math
+
+
+def positional(x, n):
+    return sum((x * k for k in range(n)), x * x)
+
+
+def keyword(x, n):
+    return sum([math.sin(x * k) for k in range(n)], start=2.0 * x)
+"""
+
+
+def test_sum_of_a_generator_takes_a_start(tmp_path):
+    # It was refused as "a builtin with no derivative rule; it takes a sequence".
+    from tests.helpers import module_from_source
+
+    module = module_from_source(tmp_path, SUM_WITH_START)
+    x, n = 0.7, 4
+    assert grad(module.positional)(x, n) == pytest.approx((6 + 2 * x, 0.0), rel=1e-14)
+    value, partials = value_and_grad(module.keyword)(x, n)
+    assert value == pytest.approx(module.keyword(x, n), rel=1e-15)  # (3.12 compensates sum)
+    expected = sum(k * math.cos(x * k) for k in range(n)) + 2.0
+    assert partials == pytest.approx((expected, 0.0), rel=1e-14)
+    assert hessian(module.positional)(x, n)[0][0] == pytest.approx(2.0)
