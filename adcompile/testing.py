@@ -76,9 +76,22 @@ def compare_source_with_sympy(
         load_primal = lambda: live  # noqa: E731 -- the default: no work to load it
     for raw in points:
         point = _as_dict(symbolic, raw)
-        result = gradient(*(point[p] for p in symbolic.params))
-        got = as_tuple(result, choice.bare, len(names))
-        expected = symbolic.gradient(point, names)
+        at = format_point(point)
+        try:
+            result = gradient(*(point[p] for p in symbolic.params))
+        except (ArithmeticError, ValueError) as exc:  # sqrt'(0): infinite, as Python says
+            exc.add_note(f"(the gradient of {symbolic.name} at {at}, checked against SymPy)")
+            raise
+        try:  # float() of a complex partial, the gradient's or SymPy's
+            got = as_tuple(result, choice.bare, len(names))
+            expected = symbolic.gradient(point, names)
+        except TypeError as exc:
+            if "complex" not in str(exc):
+                raise
+            raise ValueError(
+                f"the partials of {symbolic.name} at {at} are not real numbers (the function "
+                "is complex there): check it at points of its real domain"
+            ) from exc
         for name, value in zip(names, got, strict=True):
             if not math.isfinite(expected[name]):
                 expected[name] = _one_sided_agreement(

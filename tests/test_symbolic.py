@@ -36,7 +36,7 @@ from adcompile.testing import (
     compare_source_with_sympy,
     compare_with_sympy,
 )
-from tests.helpers import run_cli
+from tests.helpers import module_from_source, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 X, Y, Z = sp.symbols("x y z", real=True)
@@ -713,3 +713,18 @@ def test_an_overwritten_large_value_is_not_added_and_subtracted_again(tmp_path: 
     )
     symbolic = symbolic_function(load_from_file(str(path), "f"))
     assert symbolic.gradient({"x": 2.0}, ["x"]) == {"x": 3.0}
+
+
+def test_the_sympy_check_says_where_a_point_leaves_the_real_domain(tmp_path: Path) -> None:
+    # At sqrt's 0 the gradient's ZeroDivisionError came out bare; at a point where x ** y is
+    # complex, float() of the partial raised a TypeError from the checker's internals.
+    module = module_from_source(
+        tmp_path,
+        "import math\n\n\ndef f(x):\n    return math.sqrt(x)\n\n\n"
+        "def g(x, y):\n    return x ** y\n",
+    )
+    with pytest.raises(ZeroDivisionError) as raised:
+        assert_grad_matches_sympy(module.f, points=[{"x": 0.0}])
+    assert "(the gradient of f at x=0.0, checked against SymPy)" in raised.value.__notes__
+    with pytest.raises(ValueError, match=r"partials of g at x=-2\.0, y=0\.5 are not real"):
+        assert_grad_matches_sympy(module.g, points=[{"x": -2.0, "y": 0.5}])
