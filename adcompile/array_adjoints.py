@@ -126,9 +126,12 @@ def array_partial(
         adjoint = adjoint_of(stand_in)
         if adjoint is not None:
             _insert_part(parts, path, _name(adjoint))
-    if list(parts) == [()] and not fn.leaves.get(param):
-        return call(fn.helper("unbroadcast"), parts[()], _name(param))
-    return call(fn.helper("gradient_like"), _name(param), _parts_literal(parts))
+    if list(parts) != [()]:
+        return call(fn.helper("gradient_like"), _name(param), _parts_literal(parts))
+    if fn.leaves.get(param):  # a dict or list, whose whole adjoint a user's rule gave
+        whole = ast.Dict(keys=[ast.Tuple(elts=[], ctx=ast.Load())], values=[parts[()]])
+        return call(fn.helper("gradient_like"), _name(param), whole)
+    return call(fn.helper("unbroadcast"), parts[()], _name(param))
 
 
 def _insert_part(parts: dict, path: tuple[object, ...], adjoint: ast.expr) -> None:

@@ -171,6 +171,15 @@ def loss2(wb, x):
 
 def loss3(wb, x):
     return np.sum(layer2(wb, x) ** 2) + np.sum(wb[0] * 3.0)
+
+
+def nested_layer(net, x):
+    W, b = net["layers"]
+    return W @ x + b
+
+
+def nested_loss(net, x):
+    return np.sum(nested_layer(net, x) ** 2)
 """
 
 
@@ -209,6 +218,14 @@ def test_a_rules_adjoint_of_a_dict_or_list_argument_is_checked_leaf_by_leaf(laye
         dwb, _ = grad(module.loss3)([W, b], x)
         np.testing.assert_allclose(dwb[0], np.outer(r2, x) + 3.0, rtol=1e-14)
         np.testing.assert_allclose(dwb[1], r2, rtol=1e-14)
+
+        @derivative(module.nested_layer)
+        def nested_rule(net, x, result, g):
+            return {"layers": [np.outer(g, x), g]}, net["layers"][0].T @ g
+
+        dnet, _ = grad(module.nested_loss)({"layers": [W, b]}, x)
+        np.testing.assert_allclose(dnet["layers"][0], np.outer(r2, x), rtol=1e-14)
+        np.testing.assert_allclose(dnet["layers"][1], r2, rtol=1e-14)
 
         @derivative(module.layer2)
         def tuple_for_list(wb, x, result, g):

@@ -453,13 +453,11 @@ def gradient_like(tree, parts):
     is the adjoint of the whole, or a dict from keys to the parts below them (key ``()``:
     the adjoint of the value itself); whatever no part reaches gets zeros.
     """
-    if isinstance(parts, list | tuple):  # a user rule's adjoint of a list argument
-        parts = _as_parts(parts)
     if type(parts) is not dict:
         return unbroadcast(parts, tree)
-    if isinstance(tree, dict | list | tuple) and () in parts:
-        parts = _whole_as_parts(parts)
     if isinstance(tree, dict):
+        if () in parts:  # a user rule's adjoint of the whole dict
+            parts = _whole_as_parts(parts)
         grads = {}
         for key, value in tree.items():
             part = parts.get(key, {})
@@ -468,6 +466,8 @@ def gradient_like(tree, parts):
             )
         return grads
     if isinstance(tree, list | tuple):
+        if () in parts:  # a user rule's adjoint of the whole list
+            parts = _whole_as_parts(parts)
         below = {}
         for key, part in parts.items():  # layers[-1] and layers[1] may be the same item
             i = key % len(tree)
@@ -831,7 +831,7 @@ HELPER_DEPENDENCIES = {
     "_shifted": (),
     "_exclusive_cumprod": (),
     "_linear_scan": (),
-    "gradient_like": ("unbroadcast", "_merged", "_add_parts", "_whole_as_parts", "_as_parts"),
+    "gradient_like": ("unbroadcast", "_merged", "_add_parts", "_whole_as_parts"),
     "_whole_as_parts": ("_merged", "_as_parts"),
     "_as_parts": (),
     "_merged": (),
