@@ -342,18 +342,12 @@ def _reread_refusals(
             readers.setdefault(read, set()).add(name)
     varying = _closure(inputs, readers)
     live = used & varying
-    refusals = {
-        forward_only: next(
-            (
-                body.refusal
-                for body in core.ruled_bodies
-                if body.forward_only is forward_only and body.names & live
-            ),
-            None,
-        )
-        for forward_only in (False, True)
-    }
-    return refusals[False], refusals[True]
+
+    def first(forward_only: bool) -> Exception | None:
+        bodies = [body for body in core.ruled_bodies if body.forward_only is forward_only]
+        return next((body.refusal for body in bodies if body.names & live), None)
+
+    return first(False), first(True)
 
 
 def _closure(start: list[str], edges: dict[str, set[str]]) -> set[str]:

@@ -62,19 +62,20 @@ def _is_library(fn: Callable[..., Any]) -> bool:
     return getattr(fn, "__module__", None) in ("math", "builtins") or is_numpy(fn)
 
 
-def _free_names(template: Callable[..., Any]) -> set[str]:
+def _free_names(template: Callable[..., Any]) -> tuple[set[str], set[str]]:
     """The names the template reads that are not its parameters or its own locals assigned
     before the read (a read before the assignment would be the caller's variable once the
-    rule is inlined, where Python raises UnboundLocalError)."""
+    rule is inlined, where Python raises UnboundLocalError); and the locals it assigns."""
     node = template_def(template)
-    defined = {a.arg for a in node.args.args} | TEMPLATE_GLOBALS
+    params = {a.arg for a in node.args.args} | TEMPLATE_GLOBALS
+    assigned: set[str] = set()
     free: set[str] = set()
     for stmt in node.body:
         value = stmt.value if isinstance(stmt, ast.Assign | ast.Return | ast.Expr) else stmt
-        free |= {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} - defined
+        free |= {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} - params - assigned
         if isinstance(stmt, ast.Assign):
-            defined |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
-    return free
+            assigned |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+    return free, assigned
 
 
 def check_template(fn: Callable[..., Any], template: Callable[..., Any]) -> None:
@@ -107,7 +108,7 @@ def check_template(fn: Callable[..., Any], template: Callable[..., Any]) -> None
             f"primal result, then the incoming adjoint; it takes ({', '.join(got)})"
         )
     parse_template(template, template_arity(template)[0])  # its form first: `a, b = ...`
-    free = _free_names(template)
+    free, assigned = _free_names(template)
     modules = {
         n: v.__name__
         for n in free
@@ -121,27 +122,21 @@ def check_template(fn: Callable[..., Any], template: Callable[..., Any]) -> None
             "`math.exp(x)`, `np.exp(x)`"
         )
     if free:
-        early = sorted(free & _assigned(template))
-        when = f" ({', '.join(early)} before assigning it)" if early else ""
-        if early == sorted(free):
-            when = " before assigning it"
-        raise RuleError(
-            f"the rule for {name} reads {', '.join(sorted(free))}{when}; a rule is inlined "
-            "into standalone generated code, so it may use only its parameters, `math`, "
-            "abs/min/max/float, literals and its own names once assigned"
-        )
+        raise RuleError(_reads_others(name, free, assigned))
 
 
-def _assigned(template: Callable[..., Any]) -> set[str]:
-    """The names the template's lines assign."""
-    body = template_def(template).body
-    return {
-        t.id
-        for s in body
-        if isinstance(s, ast.Assign)
-        for t in s.targets
-        if isinstance(t, ast.Name)
-    }
+def _reads_others(name: str, free: set[str], assigned: set[str]) -> str:
+    """The refusal of a rule that reads names other than its own (``k``, or its local
+    ``k`` before assigning it)."""
+    early = sorted(free & assigned)
+    when = f" ({', '.join(early)} before assigning it)" if early else ""
+    if early == sorted(free):
+        when = " before assigning it"
+    return (
+        f"the rule for {name} reads {', '.join(sorted(free))}{when}; a rule is inlined "
+        "into standalone generated code, so it may use only its parameters, `math`, "
+        "abs/min/max/float, literals and its own names once assigned"
+    )
 
 
 def derivative(
