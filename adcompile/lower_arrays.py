@@ -521,8 +521,9 @@ class ArrayLowering:
 
     def _refuse_arrays_by_keyword(self, node: ast.Call, callee: object, shown: ast.expr) -> None:
         """An array a rule differentiates passed by keyword (``np.linalg.solve(A, b=b)``):
-        say to pass it by position, rather than that the function has no derivative."""
-        arities = array_rules().arities(callee)
+        say to pass it by position, rather than that the function has no derivative (a
+        user's rule on it too: ``np.sinc(x=x)``)."""
+        arities = set(array_rules().arities(callee)) | set(self.rules.arities(callee))
         if not arities:
             return
         try:

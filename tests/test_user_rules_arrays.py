@@ -260,3 +260,20 @@ def test_hessian_goes_through_a_rule_whose_value_the_gradient_reads_for_its_shap
             return g * 2.0
 
         np.testing.assert_allclose(hessian(module.lin)(x), np.diag(6.0 * x), rtol=1e-14)
+
+
+def test_an_argument_a_users_rule_differentiates_passed_by_keyword_says_so(tmp_path):
+    # `np.sinc(x=x)` with a rule registered for np.sinc advised registering one.
+    from adcompile import UnsupportedSyntaxError
+
+    module = module_from_source(
+        tmp_path, "import numpy as np\n\n\ndef f(x):\n    return np.sum(np.sinc(x=x))\n"
+    )
+    with rule_scope():
+
+        @derivative(np.sinc)
+        def sinc_rule(x, result, g):
+            return g * 2.0
+
+        with pytest.raises(UnsupportedSyntaxError, match=r":5:27: pass `x` to np.sinc by pos"):
+            grad(module.f)
