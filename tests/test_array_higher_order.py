@@ -469,3 +469,14 @@ def test_an_index_tuple_is_array_syntax_in_a_function_without_numpy(tmp_path):
     assert H.shape == (3, 4, 3, 4)
     assert H[1, 2, 0, 0] == H[0, 0, 1, 2] == 1.0 and H[2, 3, 2, 3] == 2.0
     assert np.count_nonzero(H) == 3
+
+
+def test_a_dict_read_with_a_tuple_key_is_a_constant_or_a_clear_refusal(tmp_path):
+    # An index tuple makes array code: a dict left out by wrt still reads as Python reads it,
+    # and differentiated, the refusal names the tuple key.
+    from tests.helpers import module_from_source
+
+    module = module_from_source(tmp_path, "def f(x, d):\n    return x * d[1, 2] + x * x\n")
+    assert grad(module.f, wrt="x")(1.5, {(1, 2): 3.0}) == pytest.approx(3.0 + 2 * 1.5)
+    with pytest.raises(TypeError, match="or a tuple key is not supported yet"):
+        grad(module.f)(1.5, {(1, 2): 3.0})

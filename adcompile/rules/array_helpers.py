@@ -68,8 +68,8 @@ def scatter(g, x, index):
     if isinstance(x, dict | list | tuple):
         raise TypeError(
             "a structured parameter (dict, list or tuple) can be indexed only with constant "
-            "keys, such as params['W'] or layers[0]; indexing it with a variable (as a loop "
-            "over its items does) is not supported yet"
+            "keys, one int or string such as params['W'] or layers[0]; indexing it with a "
+            "variable (as a loop over its items does) or a tuple key is not supported yet"
         )
     out = np.zeros(np.shape(x), dtype=np.result_type(x, g, 1.0))
     if _may_repeat(index):  # np.add.at adds once per occurrence
