@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -305,11 +306,33 @@ def write_graph(graph: Any, path: str | Path) -> None:
     if kind == "dot":
         Path(path).write_text(graph.source, encoding="utf-8")
         return
-    graphviz = _graphviz()
+    Path(path).write_bytes(run_dot(graph.source, kind, DOT_SECONDS))
+
+
+# Seconds `dot` may take: an executed loop's graph (every iteration, and a red edge back to
+# each operand) takes it minutes from a few hundred nodes on.
+DOT_SECONDS = 60.0
+
+
+def run_dot(source: str, kind: str, seconds: float = DOT_SECONDS) -> bytes:
+    """``source`` rendered by Graphviz's ``dot`` as ``kind``; a GraphError if it cannot."""
     try:
-        data = graph.pipe(format=kind, quiet=True)  # its complaints go into our message
-    except graphviz.ExecutableNotFound:
+        done = subprocess.run(
+            ["dot", f"-T{kind}"], input=source.encode(), capture_output=True, timeout=seconds
+        )
+    except FileNotFoundError:
         raise GraphError(INSTALL_DOT) from None
-    except graphviz.CalledProcessError as exc:  # dot gave up on the layout
-        raise GraphError(dot_failed(exc.stderr)) from None
-    Path(path).write_bytes(data)
+    except subprocess.TimeoutExpired:
+        raise GraphError(dot_too_slow(seconds)) from None
+    if done.returncode != 0:  # dot gave up on the layout: its complaints go into our message
+        raise GraphError(dot_failed(done.stderr))
+    return done.stdout
+
+
+def dot_too_slow(seconds: float) -> str:
+    """Graphviz's ``dot`` took longer than ``seconds``."""
+    return (
+        f"Graphviz's `dot` did not lay out this graph within {seconds:g} s (a graph with many "
+        "iterations of a loop takes it minutes); write a .dot file instead, or draw the "
+        "code without --at (one node per operation)"
+    )

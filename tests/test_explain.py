@@ -381,7 +381,9 @@ def test_json_of_nan_gradients_and_sequence_values_validates(tmp_path):
         "def weighted(x, ws):\n    s = 0.0\n    for w in ws:\n        s = s + w * x\n"
         "    return s\n\n\n"
         "def horner(x):\n    s = 0.0\n    for i in reversed(range(1, 5)):\n"
-        "        s = s * x + i\n    return s\n",
+        "        s = s * x + i\n    return s\n\n\n"
+        "def pairs(x, data, mode):\n    s = 0.0\n    for a, b in data:\n"
+        "        s = s + a * x + b\n    return s if mode == 'sum' else -s\n",
     )
     nan_gradient = json.loads(explain(module.power, -2.0, 3.0).to_json())
     _check(nan_gradient, JSON_SCHEMA)
@@ -393,6 +395,13 @@ def test_json_of_nan_gradients_and_sequence_values_validates(tmp_path):
     _check(looped_range, JSON_SCHEMA)
     assert [1, 2, 3, 4] in [step["value"] for step in looped_range["steps"]]
     assert looped_range["gradient"]["x"] == pytest.approx(12.0 * 0.5**2 + 6.0 * 0.5 + 2.0)
+    # Tuples of tuples and a string flag failed the schema the README gives for the output.
+    nested = json.loads(
+        explain(module.pairs, 1.0, ((1.0, 2.0), (3.0, 4.0)), "sum", wrt="x").to_json()
+    )
+    _check(nested, JSON_SCHEMA)
+    assert nested["point"]["data"] == [[1.0, 2.0], [3.0, 4.0]] and nested["point"]["mode"] == "sum"
+    assert nested["gradient"] == {"x": 4.0}
 
 
 def test_schema_rejects_a_wrong_shape():

@@ -16,6 +16,7 @@ from adcompile import explain
 from adcompile.cli import main
 from adcompile.graph import INSTALL_DOT, executed_graph, static_graph
 from adcompile.source import load_function
+from tests.helpers import module_from_source
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_dot = pytest.mark.skipif(
@@ -145,18 +146,26 @@ def test_executed_graph_svg_of_a_loop(tmp_path):
     assert texts.count("x = x - 0.1 * sin(x) * a") == 3
 
 
-def test_a_layout_dot_gives_up_on_is_one_clear_error(tmp_path):
+def test_a_layout_dot_gives_up_on_is_one_clear_error():
     """Graphviz 2.43's dot fails on some layouts ("triangulation failed"): that was an
     internal error with dot's output printed twice; now a GraphError naming what dot said."""
-    import graphviz
+    from adcompile.graph import GraphError, run_dot
 
-    from adcompile.graph import GraphError, write_graph
+    with pytest.raises(GraphError, match=r"could not lay out this graph \(Error: <stdin>"):
+        run_dot("digraph { a -> }", "svg")
 
-    class Unlaid:
-        def pipe(self, format: str, quiet: bool) -> bytes:
-            assert quiet  # dot's stderr goes into the message, not onto the terminal
-            raise graphviz.CalledProcessError(1, ["dot"], b"", b"Error: lost edge\n")
 
-    with pytest.raises(GraphError, match=r"could not lay out this graph \(Error: lost edge\)"):
-        write_graph(Unlaid(), tmp_path / "g.svg")
+def test_a_layout_dot_takes_too_long_over_is_one_clear_error(tmp_path, monkeypatch):
+    """An executed 100-iteration loop (every iteration, a red edge back to each operand)
+    kept `dot` busy for more than 10 minutes: `adcompile graph` hung without a word."""
+    from adcompile.graph import GraphError, executed_graph, write_graph
+
+    module = module_from_source(
+        tmp_path,
+        "def f(x):\n    s = 0.0\n    for i in range(100):\n        s = s + x\n    return s\n",
+    )
+    graph = executed_graph(explain(module.f, 1.0))
+    monkeypatch.setattr("adcompile.graph.DOT_SECONDS", 0.5)
+    with pytest.raises(GraphError, match=r"did not lay out this graph within 0.5 s"):
+        write_graph(graph, tmp_path / "g.svg")
     assert not (tmp_path / "g.svg").exists()
