@@ -77,9 +77,7 @@ SHOWN_AT_EACH_END = 2
 _SCALAR = {"type": ["number", "boolean", "null", "string"]}  # (a string: a flag parameter)
 # A value: a number (null for nan and infinities), or a tuple of them (a sequence parameter),
 # whose items may be tuples too (`for a, b in pairs`).
-_NUMBER = {
-    "anyOf": [_SCALAR, {"type": "array", "items": {"anyOf": [_SCALAR, {"type": "array"}]}}]
-}
+_NUMBER = {"anyOf": [_SCALAR, {"type": "array", "items": {"anyOf": [_SCALAR, {"type": "array"}]}}]}
 _FLOAT = {"type": ["number", "null"]}  # null: nan or an infinity
 _TEXT = {"type": "string"}
 _MAYBE_TEXT = {"type": ["string", "null"]}
