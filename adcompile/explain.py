@@ -325,6 +325,10 @@ def _is_number(expr: ast.expr) -> bool:
     )
 
 
+def _is_plain_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _is_simple(text: str) -> bool:
     return text.isidentifier()
 
@@ -564,6 +568,8 @@ class _Interpreter:
         for name in names_in(expr):
             if name in self.env and name not in builtins_only:
                 mapping[name] = _number_node(self.env[name]) if numbers else self.labels[name]
+            elif numbers and _is_plain_number(self.core.constants.get(name)):
+                mapping[name] = _number_node(self.core.constants[name])  # `limit`, `K`
         return self.text(substitute(expr, mapping))
 
     def opaque(self, stmt: Opaque) -> None:

@@ -682,3 +682,17 @@ def test_the_numbers_show_the_arm_a_rule_takes_and_the_formula_its_tests(tmp_pat
     )
     assert steps[power_y] == "1 * (1.3554 * log(1.5))"
     assert steps["df/dy += df/dm * ((0.5 if x == y else 1.0) if y >= x else 0.0)"] == "1 * 0.0"
+
+
+def test_a_tests_numbers_show_closure_and_module_constants_as_numbers(tmp_path):
+    # `x * y > limit = 1.5 * 1.2 > limit`: the next row showed limit's value, the test did not.
+    module = module_from_source(
+        tmp_path,
+        "K = 2.5\n\n\ndef make(limit):\n    def f(x, y):\n        if x * y > limit:\n"
+        "            return x * y - limit\n        return x + K\n    return f\n\n\n"
+        "f = make(1.0)\n\n\ndef g(x):\n    if x > K:\n        return x * K\n    return x\n",
+    )
+    tests = [step.numbers for step in explain(module.f, 1.5, 1.2).steps if step.kind == "test"]
+    assert tests == ["1.5 * 1.2 > 1"]
+    tests = [step.numbers for step in explain(module.g, 3.0).steps if step.kind == "test"]
+    assert tests == ["3 > 2.5"]
