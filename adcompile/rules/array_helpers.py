@@ -561,11 +561,7 @@ def check_rule_adjoint(adjoint, x, rule):
 
 def _layout(tree):
     """A (nested) dict, list or tuple with each leaf replaced by its shape."""
-    if isinstance(tree, dict):
-        return {key: _layout(value) for key, value in tree.items()}
-    if isinstance(tree, list | tuple):
-        return type(tree)(_layout(value) for value in tree)
-    return np.shape(tree)
+    return _rebuilt(tree, iter([np.shape(leaf) for leaf in _leaves(tree)]))
 
 
 def forward_jacobian(jvp, args, wrt):
@@ -838,7 +834,7 @@ HELPER_DEPENDENCIES = {
     "_add_parts": (),
     "check_scalar": (),
     "check_rule_adjoint": ("_layout",),
-    "_layout": (),
+    "_layout": ("_leaves", "_rebuilt"),
     "forward_jacobian": ("_basis", "_zeros_like", "_stacked"),
     "_basis": ("_leaves", "_rebuilt", "_zero", "_unit"),
     "_zeros_like": ("_leaves", "_rebuilt", "_zero"),
