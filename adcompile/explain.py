@@ -330,7 +330,8 @@ def _is_plain_number(value: object) -> bool:
 
 
 def _is_simple(text: str) -> bool:
-    return text.isidentifier()
+    """A name, primed or not: ``df/dx''``, where an expression is ``df/d(log(q))``."""
+    return re.sub(r"(?:'+|'\d+)$", "", text).isidentifier()
 
 
 def _compiler_builtins(expr: ast.expr) -> set[str]:
@@ -383,6 +384,9 @@ class _Interpreter:
         self.steps: list[Step] = []
         self.operations: list[Operation] = []
         self.loops: list[LoopPosition] = []
+        # The primes of each variable's latest value, by its shown name (bound names only).
+        self.versions: dict[str, int] = {}
+        self.assigned: dict[int, set[str]] = {}  # by loop: the names its body assigns
         self.runs: dict[int, int] = {}
         self.quiet = 0  # inside a user rule's forward body: values only, no steps
         self.flag_tests: set[str] = set()  # tests that read only jump flags: not shown
@@ -400,11 +404,31 @@ class _Interpreter:
     def is_temporary(self, name: str) -> bool:
         return name in self.core.temporaries
 
+    def _new_version(self, name: str) -> str:
+        """The label of a new value of a variable: ``x``, and ``x'``, ``x''``... for each
+        value assigned while an earlier one is bound, so that no two values share a label.
+        A loop counts from the start of each iteration (``x' = x - step``)."""
+        shown = self.display(name)
+        if name == self.core.output or shown == self.fname:
+            return shown
+        count = self.versions[shown] + 1 if shown in self.versions else 0
+        self.versions[shown] = count
+        return shown + _primes(count)
+
+    def _same_variable(self, stmt: Copy) -> bool:
+        """A copy the lowering adds between versions of one variable (a loop's header, the
+        join of two branches): the same value, not a new one."""
+        source = stmt.source
+        if not isinstance(source, Var) or self.is_temporary(source.name):
+            return False
+        return self.display(source.name) == self.display(stmt.target)
+
     # ----- forward ---------------------------------------------------------------------
     def run(self, args: dict[str, Any]) -> Any:
         for name in self.core.params:
             self.env[name] = args[name]
             self.labels[name] = ast.Name(id=self.display(name), ctx=ast.Load())
+            self.versions[self.display(name)] = 0
             operation = self._operation("input", name, name, args[name], self.fs.node.lineno)
             self.producers[name] = Operand(operation.index, name)
         return self.block(self.core.body)
@@ -463,6 +487,9 @@ class _Interpreter:
             return Operand(found.node, found.text)
         return Operand(None, format_number(value))
 
+    def _temporary_label(self, target: str, expr: ast.expr) -> ast.expr:
+        return self.core.temporary_label(target, expr, self.label)
+
     def _record(
         self, step_kind: str, stmt: Stmt, target: str, formula: str, numbers: str, value: Any
     ) -> None:
@@ -504,10 +531,12 @@ class _Interpreter:
         self.env[stmt.target] = result
         shown = self.text(expr)
         if self.is_temporary(stmt.target):
-            self.labels[stmt.target] = expr
-            target, formula = shown, shown
+            label = self._temporary_label(stmt.target, expr)
+            self.labels[stmt.target] = label
+            target = self.text(label)
+            formula = shown if target == shown else f"{target} = {shown}"
         else:
-            target = self.display(stmt.target)
+            target = self._new_version(stmt.target)
             self.labels[stmt.target] = ast.Name(id=target, ctx=ast.Load())
             formula = f"{target} = {shown}"
         self._record("assign", stmt, target, formula, numbers, result)
@@ -540,10 +569,14 @@ class _Interpreter:
         self.env[stmt.target] = value
         source_text = self.text(label)
         if self.is_temporary(stmt.target):
-            self.labels[stmt.target] = label
+            self.labels[stmt.target] = self._temporary_label(stmt.target, label)
+            target = self.text(self.labels[stmt.target])
+        elif self._same_variable(stmt):
+            self.labels[stmt.target] = label  # the value keeps its label (`x'`)
             target = source_text
         else:
-            target = self.display(stmt.target)
+            unbound = is_unbound_placeholder(stmt.source)  # never read: no version of its own
+            target = self.display(stmt.target) if unbound else self._new_version(stmt.target)
             self.labels[stmt.target] = ast.Name(id=target, ctx=ast.Load())
         # Copies the lowering adds (loop headers, merges of branches) read `x = x`: not shown.
         visible = target != source_text and not (is_unbound_placeholder(stmt.source))
@@ -590,7 +623,10 @@ class _Interpreter:
             self.labels[stmt.target] = _parse(shown)
             self._record("test", stmt, shown, shown, numbers, value)
             return
-        target = shown if self.is_temporary(stmt.target) else self.display(stmt.target)
+        if self.is_temporary(stmt.target):
+            target = self.text(self._temporary_label(stmt.target, _parse(shown)))
+        else:
+            target = self._new_version(stmt.target)
         self.labels[stmt.target] = ast.Name(id=target, ctx=ast.Load())
         formula = shown if target == shown else f"{target} = {shown}"
         self._record("assign", stmt, target, formula, numbers, value)
@@ -617,6 +653,8 @@ class _Interpreter:
         line = stmt.line.line if isinstance(stmt.line, Site) else stmt.line
         positions: list[LoopPosition] = []
         indices = iter(range(*[self.value(b) for b in stmt.bounds])) if stmt.test is None else None
+        assigned = self._assigned_in(stmt)
+        at_entry = {shown: self.versions[shown] for shown in assigned & self.versions.keys()}
         while True:
             if indices is not None:
                 index = next(indices, _DONE)
@@ -631,6 +669,7 @@ class _Interpreter:
             position = LoopPosition(line, len(positions) + 1, run=run)
             positions.append(position)
             self.loops.append(position)
+            self._start_iteration(stmt, assigned, at_entry)
             try:
                 self._iteration(stmt, position, indices is not None)
             finally:
@@ -639,6 +678,28 @@ class _Interpreter:
                 break
         for position in positions:
             position.count = len(positions)
+
+    def _assigned_in(self, stmt: Loop) -> set[str]:
+        """The shown names of the variables ``stmt``'s body assigns."""
+        if id(stmt) not in self.assigned:
+            targets = _targets(stmt.body)
+            shown = {self.display(t) for t in targets if not self.is_temporary(t)}
+            self.assigned[id(stmt)] = shown
+        return self.assigned[id(stmt)]
+
+    def _start_iteration(self, stmt: Loop, assigned: set[str], at_entry: dict[str, int]) -> None:
+        """Every iteration is labelled as the first: a variable starts with the label it had
+        before the loop (``x``) and what the iteration assigns counts on from there (``x'``).
+        After the loop, a variable keeps the label the last iteration gave it."""
+        for shown in assigned:
+            if shown in at_entry:
+                self.versions[shown] = at_entry[shown]
+            else:
+                self.versions.pop(shown, None)
+        for header in stmt.headers:
+            shown = self.display(header)
+            label = shown + _primes(at_entry.get(shown, 0))
+            self.labels[header] = ast.Name(id=label, ctx=ast.Load())
 
     def _iteration(self, stmt: Loop, position: LoopPosition, counted: bool) -> None:
         index = f" ({self.display(stmt.index)} = {self.env[stmt.index]})" if counted else ""
@@ -732,18 +793,22 @@ class _Interpreter:
         """The finished adjoint of ``name`` at its definition (None if nothing reached it)."""
         if not self.activity.active(name) or name not in self.uses:
             return None
-        self._sum(name, event.stmt, event.loops)
+        self._sum(name, event.stmt, event.loops, event.target_label)
         del self.uses[name]
         # Earlier (in a loop: an earlier iteration's) values of the name start afresh.
         return self.adjoints.pop(name, 0.0)
 
-    def _sum(self, name: str, stmt: Stmt | None, loops: list[LoopPosition]) -> None:
+    def _sum(
+        self, name: str, stmt: Stmt | None, loops: list[LoopPosition], shown: str = ""
+    ) -> None:
+        """Add up ``name``'s uses, shown as ``shown`` (the label of its value), if two or more."""
         uses = self.uses.get(name, [])
         if len(uses) < 2:
             return
         terms = [value for value, _ in uses]
         lines = [line for _, line in uses if line is not None]
-        label = adjoint_label(self.fname, self._shown_name(name))
+        shown = shown or self._shown_name(name)
+        label = adjoint_label(self.fname, shown)
         numbers = _plus(format_number(t) for t in terms)
         line, where = _line_parts(stmt.line) if stmt is not None else (None, None)
         source = self._source(stmt.line) if stmt is not None else ""
@@ -754,7 +819,7 @@ class _Interpreter:
                 line,
                 where,
                 source,
-                self._shown_name(name),
+                shown,
                 label,
                 numbers,
                 self.adjoints.get(name, 0.0),
@@ -780,6 +845,8 @@ class _Interpreter:
     def _backward_copy(self, event: _Event) -> None:
         stmt = event.stmt
         source = stmt.source
+        if not event.visible and self._pass_uses_on(stmt.target, source):
+            return
         g = self._take(stmt.target, event)
         if g is None or not isinstance(source, Var) or not self.activity.active(source.name):
             return
@@ -809,6 +876,19 @@ class _Interpreter:
                 accumulates=accumulates,
             )
         )
+
+    def _pass_uses_on(self, target: str, source: Atom) -> bool:
+        """A copy the explanation does not show (a join of branches, a loop's header, a
+        helper's returned name) is the same variable: its uses become the source's, one by
+        one, so that the source's sum names the lines that used it. True if passed on."""
+        if not isinstance(source, Var) or not self.activity.active(source.name):
+            return False
+        if not self.activity.active(target) or target not in self.uses:
+            return False
+        self.adjoints.pop(target, None)
+        for value, line in self.uses.pop(target):
+            self._give(source.name, value, line)
+        return True
 
     def _backward_apply(self, event: _Event) -> None:
         stmt: Apply = event.stmt
@@ -856,6 +936,24 @@ class _Interpreter:
 
 
 _DONE = object()
+
+
+def _primes(count: int) -> str:
+    """One prime per count up to three, then the count (``'4``): long runs are hard to read."""
+    return "'" * count if count <= 3 else f"'{count}"
+
+
+def _targets(block: list[Stmt]) -> set[str]:
+    """The names the statements of ``block`` assign, nested blocks included."""
+    found: set[str] = set()
+    for stmt in block:
+        if isinstance(stmt, Apply | Copy | Opaque):
+            found.add(stmt.target)
+        elif isinstance(stmt, If):
+            found |= _targets(stmt.body) | _targets(stmt.orelse)
+        elif isinstance(stmt, Loop):
+            found |= _targets(stmt.entry) | _targets(stmt.body) | _targets(stmt.back_edges)
+    return found
 
 
 class _LocalDerivative:

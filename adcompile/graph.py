@@ -173,17 +173,29 @@ class _StaticGraph:
     def operand(self, atom: Any, graph: Any) -> tuple[str, ast.expr]:
         if isinstance(atom, Var) and atom.name in self.producers:
             return self.producers[atom.name], self.labels[atom.name]
-        text = self.strip.sub("", atom.text) if isinstance(atom, Global) else _const_text(atom)
+        label = self.label_of(atom)
         node = self.fresh("c")
-        graph.node(node, text, shape="plaintext")  # one per use: constants are not shared
-        return node, ast.Name(id=text, ctx=ast.Load())
+        graph.node(node, label.id, shape="plaintext")  # one per use: constants are not shared
+        return node, label
+
+    def label_of(self, atom: Any) -> ast.expr:
+        """An operand's label, without drawing it."""
+        if isinstance(atom, Var) and atom.name in self.labels:
+            return self.labels[atom.name]
+        text = self.strip.sub("", atom.text) if isinstance(atom, Global) else _const_text(atom)
+        return ast.Name(id=text, ctx=ast.Load())
 
     def apply(self, stmt: Apply, graph: Any) -> None:
         operands = [self.operand(a, graph) for a in stmt.args]
         expr = fill_placeholders(stmt.render, [label for _, label in operands])
         shown = self.strip.sub("", ast.unparse(expr))
         temporary = stmt.target in self.core.temporaries
-        label = shown if temporary else f"{self.display(stmt.target)} = {shown}"
+        if temporary:
+            expr = self.core.temporary_label(stmt.target, expr, self.label_of)
+            called = self.strip.sub("", ast.unparse(expr))
+            label = shown if called == shown else f"{called} = {shown}"
+        else:
+            label = f"{self.display(stmt.target)} = {shown}"
         node = self.fresh("op")
         graph.node(node, f"{label}\n{_line(stmt.line)}", shape="box", style="rounded")
         for source, _ in operands:
@@ -198,6 +210,8 @@ class _StaticGraph:
             source, label = self.operand(stmt.source, graph)
             self.producers[stmt.target] = source
             temporary = stmt.target in self.core.temporaries
+            if temporary:
+                label = self.core.temporary_label(stmt.target, label, self.label_of)
             self.labels[stmt.target] = label if temporary else _name(self.display(stmt.target))
             return
         junction = self.producers.get(stmt.target)

@@ -7,6 +7,7 @@ takes; anything nested has been pulled out into its own statement with a fresh n
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import EllipsisType
 
@@ -219,6 +220,9 @@ class CoreFunction:
     uses_math: bool = False
     names: NameTable | None = None
     temporaries: set[str] = field(default_factory=set)
+    # Temporaries holding an inlined call's value: the call as written, with placeholders
+    # for its arguments' atoms (how explanations show ``helper(x)``).
+    call_labels: dict[str, tuple[ast.Call, list[Atom]]] = field(default_factory=dict)
     # A function returning a tuple of scalars: one output name per element (else None).
     outputs: list[str] | None = None
     def_line: int = 0  # the line of the function's ``def`` (or ``lambda``)
@@ -238,6 +242,17 @@ class CoreFunction:
         if name == self.output:
             return output_label
         return self.names.shown_as(name) if self.names is not None else name
+
+    def temporary_label(
+        self, target: str, expr: ast.expr, label_of: Callable[[Atom], ast.expr]
+    ) -> ast.expr:
+        """How explanations and graphs show temporary ``target``: its expression ``expr``, or
+        the call (``helper(x)``) whose inlined body's value it holds."""
+        call = self.call_labels.get(target)
+        if call is None:
+            return expr
+        shape, atoms = call
+        return fill_placeholders(shape, [label_of(atom) for atom in atoms])
 
     def helper(self, name: str) -> str:
         """The generated module's name for a helper function (allocated on first use)."""

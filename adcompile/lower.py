@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from . import messages
 from .aliasing import OwnedArrays, shared_name
-from .astutil import BUILTIN_MARK, builtin_call, clone_located, load, names_in, walk
+from .astutil import BUILTIN_MARK, builtin_call, clone, clone_located, load, names_in, walk
 from .calls import Binding, bind_arguments, check_cycle, relabel
 from .desugar import Desugar
 from .errors import AdcompileError, NoDerivativeError, UnsupportedSyntaxError
@@ -275,6 +275,7 @@ class Lowerer(ArrayLowering):
             # namespace keeps its id from being reused by a later callee's namespace.
             self.constant_names: dict[tuple[int, str], tuple[str, object]] = {}
             self.temporaries: set[str] = set()
+            self.call_labels: dict[str, tuple[ast.Call, list[Atom]]] = {}
             self.call_chain: list[FunctionSource] = [fs]
             self.array_mode, self.numpy, self.numpy_alias = False, None, "np"
             # Structured parameters: names bound to a parameter indexed by constant keys.
@@ -290,7 +291,7 @@ class Lowerer(ArrayLowering):
         else:  # an inlined callee shares the caller's names and module-level state
             self.names, self.math_alias = parent.names, parent.math_alias
             self.constants, self.constant_names = parent.constants, parent.constant_names
-            self.temporaries = parent.temporaries
+            self.temporaries, self.call_labels = parent.temporaries, parent.call_labels
             self.call_chain = [*parent.call_chain, fs]
             self.array_mode, self.numpy = parent.array_mode, parent.numpy
             self.shared = OwnedArrays(frozenset()) if parent.array_mode else None
@@ -348,6 +349,7 @@ class Lowerer(ArrayLowering):
             uses_math=self.uses_math,
             names=self.names,
             temporaries=self.temporaries,
+            call_labels=self.call_labels,
             outputs=self.outputs,
             def_line=node.lineno,
             array_mode=self.array_mode,
@@ -1177,9 +1179,10 @@ class Lowerer(ArrayLowering):
         callee.closure = fs.enclosing
         callee._check_signature(fs.node)
         if atoms is None:
-            bound = [
-                (b.param, self._argument_atom(b, node)) for b in bind_arguments(node, fs, self.fs)
-            ]
+            bindings = bind_arguments(node, fs, self.fs)
+            bound = [(b.param, self._argument_atom(b, node)) for b in bindings]
+            if target in self.temporaries:
+                self._label_call(node, target, bindings, [atom for _, atom in bound])
         else:
             bound = list(zip(fs.param_names(), atoms, strict=True))
         outer_scope = self.names.scope
@@ -1200,6 +1203,23 @@ class Lowerer(ArrayLowering):
         if gathered is not None:  # `b = result` after early returns: the call's line
             _move_to_line(self.block[gathered:], node.lineno)
         self.uses_math |= callee.uses_math
+
+    def _label_call(
+        self, call: ast.Call, target: str, bindings: list[Binding], atoms: list[Atom]
+    ) -> None:
+        """How an explanation shows the value of an inlined call: ``helper(x)``, as written,
+        rather than the callee's returned expression (``helper.a * helper.a``)."""
+        by_node = {id(b.expr): atom for b, atom in zip(bindings, atoms, strict=True)}
+        written = [*call.args, *(keyword.value for keyword in call.keywords)]
+        shape = ast.Call(
+            func=clone(call.func),
+            args=[_placeholder(i) for i in range(len(call.args))],
+            keywords=[
+                ast.keyword(arg=keyword.arg, value=_placeholder(len(call.args) + i))
+                for i, keyword in enumerate(call.keywords)
+            ],
+        )
+        self.call_labels[target] = (shape, [by_node[id(expr)] for expr in written])
 
     def _argument_atom(self, binding: Binding, node: ast.Call) -> Atom:
         if binding.expr is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import os
@@ -109,6 +110,161 @@ def test_a_reused_variable_shows_the_accumulation():
     accumulating = [s.formula for s in explanation.steps if s.accumulates]
     assert accumulating == ["dreused/dx += dreused/db * 1", "dreused/dx += dreused/da * y"]
     assert explanation.gradient == {"x": 16.0, "y": 4.0}
+
+
+# --- labels: one value, one label ----------------------------------------------------------------
+def swapped(x, y):
+    a, b = x, y
+    a, b = b * a, a + b
+    return a * b
+
+
+def _formulas(explanation: Explanation, kind: str = "assign") -> list[str]:
+    return [s.formula for s in explanation.steps if s.kind == kind]
+
+
+def test_each_value_of_a_reassigned_name_has_its_own_label():
+    """`a, b = b * a, a + b` read the old a and b: shown as `a`, the new ones as `a'`."""
+    explanation = explain(swapped, 1.5, 2.0)
+    assert _formulas(explanation) == [
+        "a = x",
+        "b = y",
+        "a' = b * a",
+        "b' = a + b",
+        "swapped = a' * b'",
+    ]
+    adjoints = _formulas(explanation, "adjoint")
+    assert adjoints[:3] == [
+        "dswapped/da' = dswapped/dswapped * b'",
+        "dswapped/db' = dswapped/dswapped * a'",
+        "dswapped/da = dswapped/db' * 1",
+    ]
+    assert explanation.gradient == pytest.approx(
+        dict(zip("xy", grad(swapped)(1.5, 2.0), strict=True))
+    )
+
+
+def added_five_times(x):
+    s = x
+    s += x
+    s += x
+    s += x
+    s += x
+    return s
+
+
+def test_primes_past_three_are_counted():
+    targets = [s.target for s in explain(added_five_times, 1.5).steps if s.kind == "assign"]
+    assert targets == ["s", "s'", "s''", "s'''", "s'4", "added_five_times"]
+
+
+def descent(x, a):
+    for _ in range(3):
+        x = x - 0.1 * math.sin(x) * a
+    return x
+
+
+def test_every_iteration_is_labelled_like_the_first():
+    """In an iteration, `x` is the value it starts with and `x'` the one it leaves."""
+    explanation = explain(descent, 1.5, 2.0)
+    named = [f for f in _formulas(explanation) if f.startswith(("x", "descent"))]
+    assert named == ["x' = x - 0.1 * sin(x) * a"] * 3 + ["descent = x'"]
+    sums = [
+        (s.target, s.loops[0].iteration if s.loops else None)
+        for s in explanation.steps
+        if s.kind == "sum"
+    ]
+    # x' of iterations 2 and 1 is used twice by the next iteration (as its x); the input x twice.
+    assert sums[:2] == [("x'", 2), ("x'", 1)]
+    assert ("x", None) in sums
+
+
+def nested_loops(x):
+    s = x
+    s = s * 2
+    for _ in range(2):
+        s = s * 0.5
+        for j in range(2):
+            s = s + x * j
+        s = s * s
+    return s
+
+
+def test_nested_loops_count_on_from_the_enclosing_iteration():
+    explanation = explain(nested_loops, 1.5)
+    first = nested_loops.__code__.co_firstlineno
+    by_line = {}
+    for step in explanation.steps:
+        if step.kind == "assign" and step.sweep == "forward":
+            by_line.setdefault(step.line - first, set()).add(step.formula)
+    assert by_line[2] == {"s' = s * 2"}
+    assert by_line[4] == {"s'' = s' * 0.5"}
+    assert by_line[6] == {"x * j", "s''' = s'' + x * j"}
+    assert by_line[7] == {"s'4 = s''' * s'''"}
+    assert by_line[8] == {"nested_loops = s'4"}
+    assert explanation.gradient["x"] == pytest.approx(grad(nested_loops)(1.5))
+
+
+def helper_square(a):
+    return a * a
+
+
+def two_calls(x, y):
+    return helper_square(x) + helper_square(y)
+
+
+def test_an_inlined_call_is_shown_as_the_call():
+    """Not as the callee's returned expression (`helper_square.a * helper_square.a` twice)."""
+    explanation = explain(two_calls, 1.5, 2.0)
+    formulas = _formulas(explanation)
+    assert "two_calls = helper_square(x) + helper_square(y)" in formulas
+    assert "helper_square(x) = helper_square.a * helper_square.a" in formulas
+    assert "helper_square(y) = helper_square.a' * helper_square.a'" in formulas
+    of = {s.of for s in explanation.steps if s.kind == "adjoint"}
+    assert {"helper_square(x)", "helper_square(y)"} <= of
+
+
+def test_graphs_show_an_inlined_call_as_the_call():
+    from adcompile.graph import executed_graph, static_graph
+    from adcompile.source import load_function
+
+    for graph in (
+        executed_graph(explain(two_calls, 1.5, 2.0)),
+        static_graph(load_function(two_calls)),
+    ):
+        assert "two_calls = helper_square(x) + helper_square(y)" in graph.source
+
+
+def set_in_a_branch(x):
+    if x > 0:
+        u = x * 2
+        v = u * u
+    else:
+        u = x
+        v = u
+    return v + u
+
+
+def test_uses_passed_through_a_join_name_the_lines_that_read_them():
+    """u's uses are line 7 and line 3 twice, not the `if` line where the branches join."""
+    first = set_in_a_branch.__code__.co_firstlineno
+    (total,) = [s for s in explain(set_in_a_branch, 1.5).steps if s.kind == "sum"]
+    assert (total.target, total.uses) == ("u", [first + 7, first + 3, first + 3])
+    assert total.terms == [1.0, 3.0, 3.0]
+
+
+def _one_label_per_value(explanation: Explanation) -> None:
+    """Within the function body, and within each iteration, no two assignments share a label."""
+    seen: dict[tuple[Any, ...], set[str]] = {}
+    for step in explanation.steps:
+        if step.sweep != "forward" or step.kind != "assign":
+            continue
+        if not re.fullmatch(r"[\w.]+(?:'+|'\d+)?", step.target):
+            continue  # an unnamed partial result: `sin(x)` may well be computed twice
+        frame = tuple((p.line, p.iteration, p.run) for p in step.loops)
+        labels = seen.setdefault(frame, set())
+        assert step.target not in labels, (step.target, frame)
+        labels.add(step.target)
 
 
 # --- control flow ------------------------------------------------------------------------------
@@ -284,6 +440,20 @@ def _numbers_agree(explanation: Explanation) -> None:
         assert shown == pytest.approx(step.value, rel=2e-5, abs=1e-5, nan_ok=True), step.numbers
 
 
+def _uses_read_the_variable(explanation: Explanation, fn: Any) -> None:
+    """Each use a sum names is a line of the function that mentions the variable: not the
+    line of a copy the compiler added (a branches' join at the `if`, a loop's header)."""
+    lines = inspect.getsourcelines(fn)
+    first = lines[1]
+    for step in explanation.steps:
+        name = re.sub(r"(?:'+|'\d+)$", "", step.target)
+        if step.kind != "sum" or step.where is not None or not name.isidentifier():
+            continue
+        for line in step.uses:
+            text = lines[0][line - first] if 0 <= line - first < len(lines[0]) else ""
+            assert re.search(rf"\b{name}\b", text), (step.formula, line, text)
+
+
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
 def test_straight_line_corpus_matches_grad(name):
     fn, _ = FUNCTIONS[name]
@@ -292,6 +462,8 @@ def test_straight_line_corpus_matches_grad(name):
     _same_gradient(explanation, grad(fn)(*args))
     assert list(explanation.gradient) == param_names(fn)
     _numbers_agree(explanation)
+    _uses_read_the_variable(explanation, fn)
+    _one_label_per_value(explanation)
 
 
 CONTROL_FLOW = [
@@ -308,6 +480,8 @@ def test_control_flow_corpus_matches_grad(fn, point, wrt):
     explanation = explain(fn, *args, wrt=wrt)
     _same_gradient(explanation, grad(fn, wrt=wrt)(*args))
     _numbers_agree(explanation)
+    _uses_read_the_variable(explanation, fn)
+    _one_label_per_value(explanation)
 
 
 # --- the forms ---------------------------------------------------------------------------------

@@ -112,7 +112,8 @@ def test_static_graph_draws_loops_and_branches_as_boxes():
 def test_executed_graph_unrolls_the_loop():
     explanation = explain(loop_and_branch, 0.5, 2.0)
     source = executed_graph(explanation).source
-    assert source.count("x = x - 0.1 * sin(x) * a") == 3
+    # Each iteration's new x is x' (explain's labels), its x the value it started with.
+    assert source.count("x' = x - 0.1 * sin(x) * a") == 3
     assert "dloop_and_branch/dx = " in source
     assert "peripheries=2" in source  # the output
     assert "color=red" in source  # adjoints on the reverse edges
@@ -143,7 +144,7 @@ def test_executed_graph_svg_of_a_loop(tmp_path):
     out = tmp_path / "loop.svg"
     write_graph(executed_graph(explain(loop_and_branch, 0.5, 2.0)), out)
     texts = svg_texts(out)
-    assert texts.count("x = x - 0.1 * sin(x) * a") == 3
+    assert texts.count("x' = x - 0.1 * sin(x) * a") == 3
 
 
 def test_a_layout_dot_gives_up_on_is_one_clear_error():
