@@ -611,8 +611,10 @@ class _Interpreter:
             if value:
                 raise UnboundLocalError(unbound_message(stmt.unbound))
             return
-        if stmt.reads and all(self.jump_of(name) for name in stmt.reads):
-            self.env[stmt.target] = value  # `not returned`: the jump was shown where it was
+        if stmt.hidden or (stmt.reads and all(self.jump_of(name) for name in stmt.reads)):
+            # `not returned`: the jump was shown where it was; `len(range(n)) > 0`: the
+            # compiler's own question, not the user's
+            self.env[stmt.target] = value
             self.flag_tests.add(stmt.target)
             return
         shown = self._relabel(stmt.expr, numbers=False)
@@ -661,9 +663,14 @@ class _Interpreter:
                 if index is _DONE:
                     break
                 self.env[stmt.index] = index
-                self.labels[stmt.index] = ast.Name(id=self.display(stmt.index), ctx=ast.Load())
                 # In the executed graph, the index is a constant of each iteration: `i = 2`.
-                self.producers[stmt.index] = Operand(None, f"{self.display(stmt.index)} = {index}")
+                if self._counter_of_items(stmt):  # `for v in xs`: `v = xs[2]`, no `k` of ours
+                    self.labels[stmt.index] = _number_node(index)
+                    self.producers[stmt.index] = Operand(None, str(index))
+                else:
+                    shown = self.display(stmt.index)
+                    self.labels[stmt.index] = ast.Name(id=shown, ctx=ast.Load())
+                    self.producers[stmt.index] = Operand(None, f"{shown} = {index}")
             elif not self._evaluate(stmt.test):
                 break
             position = LoopPosition(line, len(positions) + 1, run=run)
@@ -701,7 +708,14 @@ class _Interpreter:
             label = shown + _primes(at_entry.get(shown, 0))
             self.labels[header] = ast.Name(id=label, ctx=ast.Load())
 
+    def _counter_of_items(self, stmt: Loop) -> bool:
+        """Whether ``stmt`` counts the items of ``for v in xs`` with an index of the
+        compiler's own, which explanations show by its value."""
+        names = self.core.names
+        return stmt.index is not None and names is not None and names.is_internal(stmt.index)
+
     def _iteration(self, stmt: Loop, position: LoopPosition, counted: bool) -> None:
+        counted = counted and not self._counter_of_items(stmt)
         index = f" ({self.display(stmt.index)} = {self.env[stmt.index]})" if counted else ""
         formula = f"iteration {position.iteration}{index}"
         self._record("iteration", stmt, "", formula, "", position.iteration)

@@ -154,6 +154,9 @@ class Opaque:
     no_rule: Exception | None = None
     effect: bool = False
     unbound: str | None = None
+    # A test the compiler adds for its own bookkeeping (did a loop run?), which explanations
+    # and graphs do not show, nor the branch it decides.
+    hidden: bool = False
 
 
 @dataclass
@@ -226,6 +229,8 @@ class CoreFunction:
     # A function returning a tuple of scalars: one output name per element (else None).
     outputs: list[str] | None = None
     def_line: int = 0  # the line of the function's ``def`` (or ``lambda``)
+    # The variable a function with early returns stores its result in (desugar.py), if any.
+    gathered: str | None = None
     # NumPy code: the rules, accumulation and returned gradients follow array semantics.
     array_mode: bool = False
     numpy_alias: str = "np"
@@ -238,10 +243,12 @@ class CoreFunction:
     ruled_bodies: list[RuledBody] = field(default_factory=list)
 
     def shown_as(self, name: str, output_label: str) -> str:
-        """How explanations show a version: the output's label, or the name behind it."""
+        """How explanations show a version: the output's label (also for the variable early
+        returns store the result in), or the name behind it."""
         if name == self.output:
             return output_label
-        return self.names.shown_as(name) if self.names is not None else name
+        shown = self.names.shown_as(name) if self.names is not None else name
+        return output_label if shown == self.gathered else shown
 
     def temporary_label(
         self, target: str, expr: ast.expr, label_of: Callable[[Atom], ast.expr]

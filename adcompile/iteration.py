@@ -237,7 +237,9 @@ class IterationRewriter:
     def reduction(self, call: ast.Call, kind: str) -> tuple[list[ast.stmt], str, set[str]]:
         """Statements computing ``sum``/``min``/``max`` of a comprehension into a new name."""
         comprehension = copy.deepcopy(call.args[0])  # the parsed tree is shared: never mutate it
-        acc = self.names.fresh_internal("acc")
+        # The running sum is shown as `sum' = sum + w * x`; min and max keep `acc`, since
+        # `min(min, ...)` would read as a call of the name.
+        acc = self.names.fresh_internal("acc", "sum" if kind == "sum" else None)
         renames: dict[str, str] = {}
         new_locals = {acc}
         start = ast.Constant(value=0 if kind == "sum" else None)

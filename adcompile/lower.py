@@ -305,6 +305,7 @@ class Lowerer(ArrayLowering):
         # Set by lower_function for jacobians and jvp/vjp: a final ``return a, b`` is allowed.
         self.tuple_output = False
         self.outputs: list[str] | None = None
+        self.gathered: str | None = None  # the early returns' result variable (desugar.py)
         # Reads of the user's locals that some path leaves unbound, and the checks made.
         self.unbound_reads: dict[tuple[int, int, str], bool] = {}
         self.in_opaque = False  # rewriting a test or a value with no derivative, whole
@@ -352,6 +353,7 @@ class Lowerer(ArrayLowering):
             call_labels=self.call_labels,
             outputs=self.outputs,
             def_line=node.lineno,
+            gathered=self.gathered,
             array_mode=self.array_mode,
             numpy_alias=self.numpy_alias,
             leaves=self.leaves,
@@ -743,7 +745,7 @@ class Lowerer(ArrayLowering):
         count = builtin_call("len", builtin_call("range", *[atom_expr(b) for b in bounds]))
         test = ast.Compare(left=count, ops=[ast.Gt()], comparators=[ast.Constant(value=0)])
         reads = frozenset(b.name for b in bounds if isinstance(b, Var))
-        self.block.append(Opaque(ran, test, reads, line))
+        self.block.append(Opaque(ran, test, reads, line, hidden=True))
         return ran
 
     def _index_after_loop(self, index: str, ran: str, old_value: Atom, line: int) -> None:
@@ -839,6 +841,7 @@ class Lowerer(ArrayLowering):
         if getattr(stmt, "adcompile_gathered", False):  # what the early returns stored:
             line = self.fs.node.lineno  # the function's, not the last line's (it may not run)
             _move_to_line(self.block[start:], line)
+            self.gathered = stmt.value.id
         self.block.append(Return(Var(output), line))
 
     def _return_tuple(self, stmt: ast.Return, output: str) -> None:

@@ -58,6 +58,8 @@ class NameTable:
         # Variables the compiler introduces (flags, accumulators): no user name stands behind
         # them, so explanations show them under their own names, never under a user's.
         self.internal: set[str] = set()
+        # What explanations call some of them (a generator's running sum: ``sum``).
+        self.labels: dict[str, str] = {}
         # The internal flags that stand for a jump (``returned`` -> "return", ``broke`` ->
         # "break", ``skip`` -> "continue"): explanations show the jump, not the flag.
         self.jumps: dict[str, str] = {}
@@ -89,10 +91,13 @@ class NameTable:
             self.scopes[name] = self.scope
         return name
 
-    def fresh_internal(self, base: str) -> str:
-        """``fresh`` for a variable of the compiler's own (see ``internal``)."""
+    def fresh_internal(self, base: str, label: str | None = None) -> str:
+        """``fresh`` for a variable of the compiler's own (see ``internal``), which
+        explanations show as ``label`` if given."""
         name = self.fresh(base)
         self.internal.add(name)
+        if label is not None:
+            self.labels[name] = label
         return name
 
     def fresh_jump_flag(self, base: str, jump: str) -> str:
@@ -107,15 +112,26 @@ class NameTable:
 
     def shown_as(self, name: str) -> str:
         """The name an explanation shows for a version: the user's variable it stands for
-        (``x_2`` -> ``x``), or an internal variable's own name."""
+        (``x_2`` -> ``x``), or an internal variable's label (``sum``) or own name."""
         scope = self.scopes.get(name)
+        name = self._behind(name)
+        if name in self.internal:
+            return self.labels.get(name, name)
+        return f"{scope}.{name}" if scope is not None else name
+
+    def is_internal(self, name: str) -> bool:
+        """Whether version ``name`` is of a variable of the compiler's own."""
+        return self._behind(name) in self.internal
+
+    def _behind(self, name: str) -> str:
+        """The user's variable, or the internal one, that version ``name`` is of."""
         seen = set()
         while name in self.bases and self.bases[name] != name and name not in self.internal:
             if name in seen:
                 break
             seen.add(name)
             name = self.bases[name]
-        return f"{scope}.{name}" if scope is not None and name not in self.internal else name
+        return name
 
     def numbered(self, stem: str) -> str:
         """Return ``stem1``, ``stem2``, ... (the first free one); the result is reserved."""

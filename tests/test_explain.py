@@ -253,6 +253,66 @@ def test_uses_passed_through_a_join_name_the_lines_that_read_them():
     assert total.terms == [1.0, 3.0, 3.0]
 
 
+def keeps_its_index(x, n):
+    i = 0
+    for i in range(n):  # noqa: B007 (i is read after the loop)
+        x = x * 1.5
+    return x + i
+
+
+def test_the_compilers_own_loop_ran_test_is_not_shown():
+    """`i` after `for i in range(n)` is the last index, or 0 if the loop never ran: the
+    compiler asks `len(range(n)) > 0`, which the user never wrote."""
+    for n in (0, 2):
+        explanation = explain(keeps_its_index, 1.5, n, wrt="x")
+        assert "len(range" not in str(explanation)
+        assert [s.kind for s in explanation.steps if s.kind in ("test", "branch")] == []
+        assert explanation.gradient["x"] == pytest.approx(1.5**n)
+
+
+def test_graphs_draw_the_loop_ran_test_as_what_it_asks():
+    from adcompile.graph import static_graph
+    from adcompile.source import load_function
+
+    source = static_graph(load_function(keeps_its_index)).source
+    assert "if the loop ran" in source and "len(range" not in source
+
+
+def returns_early(x):
+    if x > 0:
+        return x * x
+    return -x
+
+
+def test_early_returns_assign_the_functions_value():
+    """Not `result = x * x` and `returns_early = result` (a name the user never wrote)."""
+    for x, expected in ((1.5, "returns_early = x * x"), (-1.5, "returns_early = -x")):
+        explanation = explain(returns_early, x)
+        assert _formulas(explanation) == [expected]
+        text = str(explanation)
+        assert "result =" not in text and "= result" not in text and "/dresult" not in text
+
+
+def weighted_items(x, ws):
+    s = 0.0
+    for w in ws:
+        s += w * x
+    return s + sum(v * x for v in ws)
+
+
+def test_loops_over_items_and_sums_show_no_names_of_the_compilers():
+    """`for w in ws` counts with an index of the compiler's (shown by value: `w = ws[1]`),
+    and a generator's running sum is `sum`, not `acc`."""
+    explanation = explain(weighted_items, 1.5, (1.0, 2.0), wrt="x")
+    formulas = _formulas(explanation)
+    assert formulas.count("w = ws[0]") == 1 and formulas.count("v = ws[1]") == 1
+    assert "sum' = sum + v * x" in formulas
+    iterations = [s.formula for s in explanation.steps if s.kind == "iteration"]
+    assert iterations[:2] == ["iteration 1", "iteration 2"]
+    assert not re.search(r"\b(?:acc|k)\b", str(explanation))
+    assert explanation.gradient["x"] == pytest.approx(6.0)
+
+
 def _one_label_per_value(explanation: Explanation) -> None:
     """Within the function body, and within each iteration, no two assignments share a label."""
     seen: dict[tuple[Any, ...], set[str]] = {}
