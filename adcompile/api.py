@@ -31,6 +31,7 @@ from .lower import is_array_code, lower_function
 from .optimize import choose_passes, finish_array_code
 from .optimize import optimize as run_passes
 from .process_state import SharedChange
+from .recipes import Recipe, recipe_of
 from .render import (
     GeneratedFunction,
     external_arrays,
@@ -100,8 +101,8 @@ PLACEHOLDER_NOTE = (
 def _header(fs: FunctionSource, purpose: str, core: CoreFunction) -> str:
     where = f"{os.path.basename(fs.filename)}, line {fs.node.lineno}"
     root = fs.origin
-    while getattr(root, "adcompile_recipe", None) is not None:  # a generated function
-        root = root.adcompile_recipe.primal
+    while recipe_of(root) is not None:  # a generated function
+        root = recipe_of(root).primal
     if root is not fs.origin:  # name the user's function, not the generated module
         code = root.__code__
         filename = os.path.basename(code.co_filename)
@@ -133,6 +134,8 @@ class Generated:
     # is in forward mode (hessian).
     reread_refusal: Exception | None = None
     forward_refusal: Exception | None = None
+    # The module and closure constants the code was compiled with, by their generated names.
+    constants: dict[str, object] = field(default_factory=dict)
 
 
 Optimize = bool | Sequence[str]
@@ -220,7 +223,15 @@ def generate(
     inputs = [*core.params, *body.extra_params]
     refusals = _reread_refusals(core, statements, body.returns, inputs)
     return Generated(
-        text, name, _has_loops(core.body), n_outputs, arrays, helpers, core.array_mode, *refusals
+        text,
+        name,
+        _has_loops(core.body),
+        n_outputs,
+        arrays,
+        helpers,
+        core.array_mode,
+        *refusals,
+        constants=dict(core.constants),
     )
 
 
@@ -452,17 +463,6 @@ def _collector_paused() -> contextlib.AbstractContextManager[None]:
     return _COLLECTOR_PAUSED.held()
 
 
-@dataclass(frozen=True)
-class Recipe:
-    """How a generated function was made: enough to make a variant of it."""
-
-    primal: Callable[..., Any]
-    kind: str
-    wrt: Wrt
-    mode: str
-    has_loops: bool
-
-
 def compile_transform(
     fn: Callable[..., Any],
     kind: str,
@@ -492,7 +492,10 @@ def compile_transform(
         function.__defaults__ = fn.__defaults__
     function.__module__ = fn.__module__
     function.__qualname__ = f"{fn.__qualname__}_{kind}"
-    function.adcompile_recipe = Recipe(fn, kind, wrt, mode, generated.has_loops)
+    recipe = Recipe(
+        fn, kind, wrt, mode, generated.has_loops, function.__code__, generated.constants, optimize
+    )
+    function.adcompile_recipe = recipe
     function.adcompile_outputs = generated.n_outputs
     function.adcompile_array_code = generated.array_code
     function.adcompile_reread_refusal = generated.reread_refusal
@@ -531,7 +534,7 @@ def _check_composable(fn: Callable[..., Any], kind: str) -> None:
     message = tuple_result_refusal(fn)
     if message is None:
         return
-    recipe = fn.adcompile_recipe
+    recipe = recipe_of(fn)
     # jacobian and hessian take a tuple of partials (a vector function); not a value with it.
     if kind in ("grad", "value_and_grad") or recipe.kind == "value_and_grad":
         primal = load_function(recipe.primal)
@@ -541,7 +544,7 @@ def _check_composable(fn: Callable[..., Any], kind: str) -> None:
 def tuple_result_refusal(fn: object) -> str | None:
     """Why ``fn``'s result cannot be differentiated as one number, if ``fn`` is a generated
     ``value_and_grad`` (a value and partials) or a ``grad`` returning a tuple of partials."""
-    recipe = getattr(fn, "adcompile_recipe", None)
+    recipe = recipe_of(fn)
     if recipe is None or recipe.kind not in ("grad", "value_and_grad"):
         return None
     primal = load_function(recipe.primal)
@@ -569,7 +572,7 @@ def _differentiable_version(fn: Callable[..., Any]) -> Callable[..., Any]:
     supported subset; its forward-mode twin computes the same partials with plain loops, so
     differentiating the twin gives the same higher derivatives.
     """
-    recipe = getattr(fn, "adcompile_recipe", None)
+    recipe = recipe_of(fn)
     if recipe is None or recipe.mode != "reverse" or not recipe.has_loops:
         return fn
     if recipe.kind not in ("grad", "value_and_grad"):
@@ -588,8 +591,36 @@ def _differentiable_version(fn: Callable[..., Any]) -> Callable[..., Any]:
     known = _TWINS.get(fn)
     if known is None or known[0] != rules:
         twin = compile_transform(recipe.primal, recipe.kind, recipe.wrt, "forward")
+        _refuse_changed_constants(recipe, recipe_of(twin))
         known = _TWINS[fn] = (rules, twin)
     return known[1]
+
+
+def _refuse_changed_constants(gradient: Recipe, twin: Recipe) -> None:
+    """The twin reads the primal's constants as they are now; the gradient keeps the values
+    it was compiled with. Should one have changed since, the twin is another function's."""
+    changed = [
+        name
+        for name, value in gradient.constants.items()
+        if name not in twin.constants or not _same_value(twin.constants[name], value)
+    ]
+    if changed:
+        name = getattr(gradient.primal, "__name__", "f")
+        raise TypeError(
+            f"{', '.join(sorted(changed))} changed after {gradient.kind}({name}) was compiled, "
+            f"which keeps the values it had then; differentiating it again would read the new "
+            f"ones: compile {gradient.kind}({name}) again, then differentiate that"
+        )
+
+
+def _same_value(a: object, b: object) -> bool:
+    """``a`` and ``b`` are one constant (NaN included): same object, or equal of one type."""
+    if a is b:
+        return True
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except (TypeError, ValueError):  # an array's == is elementwise
+        return False
 
 
 _TWINS: weakref.WeakKeyDictionary[Callable[..., Any], tuple[object, Callable[..., Any]]] = (

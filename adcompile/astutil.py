@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 
 _LEAF_FIELDS = frozenset({"ctx", "op"})
@@ -343,3 +344,11 @@ def _target_names(node: ast.AST) -> set[str]:
         for child in walk(node)  # the names ast.walk finds, without visiting contexts
         if child.__class__ is ast.Name and child.ctx.__class__ is ast.Store
     }
+
+
+def parse_again(text: str) -> ast.Module:
+    """Parse source that was parsed (and warned about) once already: Python's
+    SyntaxWarnings (``"\\d"``) are not printed a second time, under ``<unknown>``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        return ast.parse(text)

@@ -27,9 +27,11 @@ from typing import Any
 
 from . import messages
 from .api import generate_source
+from .astutil import parse_again
 from .depth import room_for_deep_expressions
 from .errors import AdcompileError, Location, UnsupportedSyntaxError, format_message
 from .graph import GraphError
+from .recipes import recipe_of
 from .render import load_module
 from .source import (
     FunctionSource,
@@ -38,7 +40,7 @@ from .source import (
     load_from_file,
     load_function,
 )
-from .static_decorators import decorator_wrt, refuse_rebound_target
+from .static_decorators import decorator_options, decorator_wrt, refuse_rebound_target
 from .symbolic import NoSamplePoints
 
 
@@ -87,7 +89,7 @@ def load_target(target: str) -> FunctionSource:
     fn = getattr(module, func, None)
     if fn is None:
         raise LookupError(f"module {where!r} has no attribute {func!r}")
-    if hasattr(fn, "adcompile_recipe") or hasattr(fn, "adcompile_composite"):
+    if recipe_of(fn) is not None or hasattr(fn, "adcompile_composite"):
         fn = fn.__wrapped__  # `@grad def f`: the module's f is its gradient; f is the primal
     # Another decorator's wrapper stays: its own code (calling the function it wraps) is what
     # the module's name runs, so it is what is differentiated, or refused.
@@ -133,10 +135,11 @@ def _import(name: str) -> types.ModuleType:
         sys.argv = argv
 
 
-def _unparsable(name: str, exc: SyntaxError) -> AdcompileError:
+def _unparsable(name: str, exc: SyntaxError) -> Exception:
     """A module that does not parse, located as for ``PATH.py``: the import's SyntaxError
     counts columns in UTF-8 bytes (3.11, 3.12), has no position for a NUL byte and no file
-    name for a bad encoding, so the file is read again the way ``PATH.py`` is."""
+    name for a bad encoding, so the file is read again the way ``PATH.py`` is. A module
+    that parses but runs code raising SyntaxError (``eval("1 +")``) failed as any other."""
     path = exc.filename if exc.filename and os.path.isfile(exc.filename) else _origin(name)
     if path is not None:
         try:
@@ -144,7 +147,8 @@ def _unparsable(name: str, exc: SyntaxError) -> AdcompileError:
         except AdcompileError as located:
             return located
         except LookupError:  # it parses: the compiler refused it (`return` outside a def)
-            pass
+            if exc.filename != path:  # ... or code it ran raised the error
+                return LookupError(f"importing {name!r} failed: SyntaxError: {exc}")
     text = exc.text or ""
     column = _characters_before(text, (exc.offset or 1) - 1) + 1 if exc.offset else 0
     location = Location(exc.filename or path or name, exc.lineno or 0, column, text)
@@ -198,7 +202,7 @@ def _note_static_rules(fs: FunctionSource) -> None:
     text = "".join(fs.lines)
     if "derivative" not in text:
         return
-    tree = ast.parse(text)
+    tree = parse_again(text)
     names = {"derivative"}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("adcompile"):
@@ -230,7 +234,8 @@ def parse_point(
     text: str, params: list[str], defaults: tuple[object, ...] = ()
 ) -> dict[str, float]:
     """``x=4,y=-3`` -> {"x": 4.0, "y": -3.0}, checking names and numbers; a parameter left
-    out takes its default value (``defaults`` belong to the last parameters) if it is a number.
+    out takes its default value (``defaults`` belong to the last parameters) if it is a number
+    or a flag (``clip=True``).
     """
     point: dict[str, float | int] = {}
     for part in text.split(","):
@@ -244,7 +249,7 @@ def parse_point(
             raise UsageError(f"--at gives {name} twice")
         point[name] = _number(name, value)
     for name, default in zip(params[len(params) - len(defaults) :], defaults, strict=True):
-        if name not in point and type(default) in (int, float):
+        if name not in point and type(default) in (int, float, bool):
             point[name] = default
     missing = [p for p in params if p not in point]
     if missing:
@@ -254,8 +259,11 @@ def parse_point(
 
 def _number(name: str, text: str) -> float | int:
     """The number ``--at NAME=TEXT`` gives: an int for what Python reads as an int literal
-    (``10``, ``1_0``, ``0x3``: it may be a loop count), else a float. A float too large for
-    one (``1e400``) is refused, where it became inf silently; ``inf`` itself is allowed."""
+    (``10``, ``1_0``, ``0x3``: it may be a loop count), a bool for ``True``/``False`` (a
+    flag), else a float. A float too large for one (``1e400``) is refused, where it became inf
+    silently; ``inf`` itself is allowed."""
+    if text.strip() in ("True", "False"):
+        return text.strip() == "True"
     try:
         return int(text, 0)
     except ValueError:
@@ -291,10 +299,28 @@ def _requested_wrt(args: argparse.Namespace, fs: FunctionSource) -> Any:
 
 def _module_wrt(target: str) -> Any:
     """The ``wrt`` of an imported ``@grad(wrt=...)`` target; None for any other."""
+    recipe = _module_recipe(target)
+    return None if recipe is None else recipe.wrt
+
+
+def _module_recipe(target: str) -> Any:
+    """The recipe of an imported ``@grad`` target's gradient; None for any other target."""
     where, func = parse_target(target)
     module = sys.modules.get(where)  # imported by load_target; a file is read, not run
-    recipe = getattr(getattr(module, func, None), "adcompile_recipe", None)
-    return None if recipe is None else recipe.wrt
+    return recipe_of(getattr(module, func, None))
+
+
+def _decorator_options(args: argparse.Namespace, fs: FunctionSource) -> dict[str, Any]:
+    """``mode`` and ``optimize`` as the target's ``@grad(mode=..., optimize=...)`` compiled
+    the module's function (so that ``dump`` prints its ``.source``); ``--mode`` wins."""
+    if fs.origin is None:
+        options = decorator_options(fs)
+    else:
+        recipe = _module_recipe(args.target)
+        options = {} if recipe is None else {"mode": recipe.mode, "optimize": recipe.optimize}
+    if args.mode is not None:
+        options["mode"] = args.mode
+    return options
 
 
 def highlight(text: str, stream: Any) -> str:
@@ -318,7 +344,7 @@ def _colour_wanted() -> bool:
 def command_dump(args: argparse.Namespace) -> int:
     """Print the generated gradient module (``--annotate``: beside the primal source)."""
     fs = load_target(args.target)
-    text, _ = generate_source(fs, _requested_wrt(args, fs), mode=args.mode)
+    text, _ = generate_source(fs, _requested_wrt(args, fs), **_decorator_options(args, fs))
     if args.annotate:
         from .explain import annotate
 
@@ -607,7 +633,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--annotate", action="store_true", help="show the primal source beside the generated code"
     )
     dump.add_argument(
-        "--mode", choices=("reverse", "forward"), default="reverse", help="reverse or forward mode"
+        "--mode",
+        choices=("reverse", "forward"),
+        help="reverse or forward mode (default: the target's @grad(mode=...), else reverse)",
     )
     check.add_argument(
         "--at",

@@ -57,6 +57,7 @@ from .lower import lower_function
 from .names import output_label
 from .notes import line_origins, sweep_note
 from .optimize import simplify
+from .recipes import recipe_of
 from .reverse import Activity, analyze_activity
 from .rules import Rule
 from .source import FunctionSource, load_function
@@ -1157,7 +1158,7 @@ def explain(fn: Callable[..., Any], *args: Any, wrt: Any = None) -> Explanation:
             f"explain walks the backward pass of a function; the result of adcompile."
             f"{composite} is not one: explain the function itself (explain(f, ...))"
         )
-    recipe = getattr(fn, "adcompile_recipe", None)
+    recipe = recipe_of(fn)
     primal = fn.__wrapped__ if recipe is not None else fn
     if recipe is not None and wrt is None:
         wrt = recipe.wrt

@@ -13,6 +13,7 @@ from types import EllipsisType
 
 from .astutil import LOAD, clone, substitute
 from .names import NameTable
+from .recipes import recipe_of
 from .rules import Rule
 
 # Tuples for isinstance, as astutil.BLOCK_STATEMENTS explains.
@@ -61,6 +62,8 @@ class RuledBody:
 def refuse_differentiating_again(fn: object, forward: bool = False) -> None:
     """Raise the refusal a generated function carries (``RuledBody``), if it carries one;
     with ``forward``, also the one for forward mode over it."""
+    if recipe_of(fn) is None:  # not generated (a wrapper functools.wraps gave its attributes)
+        return
     refusal = getattr(fn, "adcompile_reread_refusal", None)
     if refusal is None and forward:
         refusal = getattr(fn, "adcompile_forward_refusal", None)

@@ -56,6 +56,7 @@ from .lower_arrays import (
 from .mutating_calls import first_mutating_call
 from .names import NameTable, function_identifiers, user_name_table
 from .none_returns import none_returned
+from .recipes import recipe_of
 from .rules import Rule, RuleTable, active_rules
 from .rules.registry import is_users_rule, lookup_rule
 from .source import (
@@ -969,7 +970,7 @@ class Lowerer(ArrayLowering):
 
     def _reads_generated_code(self) -> bool:
         """Whether the function lowered is a gradient adcompile generated (a Hessian)."""
-        return getattr(self.fs.origin, "adcompile_recipe", None) is not None
+        return recipe_of(self.fs.origin) is not None
 
     def _check_bound(self, name: str, version: str, line: int) -> None:
         """Before a read of ``name`` that some path leaves unbound (``unbound.py``): raise
@@ -1973,7 +1974,7 @@ def _output_stem(function_name: str, params: list[str]) -> str:
 
 def _generated_array_code(fs: FunctionSource) -> bool:
     """A generated gradient of NumPy code (it may call only helpers, never ``np``)."""
-    return getattr(fs.origin, "adcompile_recipe", None) is not None and is_array_code(fs)
+    return recipe_of(fs.origin) is not None and is_array_code(fs)
 
 
 def is_array_code(fs: FunctionSource) -> bool:
@@ -1981,7 +1982,7 @@ def is_array_code(fs: FunctionSource) -> bool:
 
     A generated gradient is array code when the function it differentiates is.
     """
-    recipe = getattr(fs.origin, "adcompile_recipe", None)
+    recipe = recipe_of(fs.origin)
     if recipe is not None:
         return is_array_code(load_function(recipe.primal))
     body = fs.node.body if isinstance(fs.node.body, list) else []  # a lambda binds nothing

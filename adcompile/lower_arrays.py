@@ -31,6 +31,7 @@ from .einsum import (
 )
 from .errors import AdcompileError, NoDerivativeError, UnsupportedSyntaxError
 from .ir import ARG_PLACEHOLDER, Apply, Copy, Opaque, Var, helper_alias
+from .recipes import recipe_of
 from .rules import Rule
 from .rules.registry import REQUIRED, array_rules, lookup_rule
 from .source import FunctionSource, StaticFunction, UnreadDefault, load_function
@@ -198,7 +199,7 @@ def _is_user_code(value: object) -> bool:
 
 
 def _helper_uses_numpy(helper: object, seen: set[int]) -> bool:
-    if id(helper) in seen or getattr(helper, "adcompile_recipe", None) is not None:
+    if id(helper) in seen or recipe_of(helper) is not None:
         return False  # a cycle, or generated code (its helpers are known primitives)
     seen.add(id(helper))
     try:

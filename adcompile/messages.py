@@ -480,6 +480,15 @@ STATIC_DECORATOR_WRT = (
 )
 
 
+def static_decorator_option(keyword: str) -> str:
+    """A decorator's ``mode=``/``optimize=`` that only running the file would give."""
+    return (
+        f"a `{keyword}=` known only by running the file (PATH.py is read, not run): write a "
+        f"literal (`mode='forward'`, `optimize=False`), or name the module "
+        f"(`package.module:FUNC`)"
+    )
+
+
 def no_rule(name: str, value: object) -> str:
     """A call to something that has neither a rule nor supported source."""
     if type(value).__name__ == "ComputedGlobal":

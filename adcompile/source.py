@@ -19,7 +19,7 @@ from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .astutil import clone_located, source_lines
+from .astutil import clone_located, parse_again, source_lines
 from .errors import AdcompileError, Location, UnsupportedSyntaxError, node_location
 
 FunctionNode = ast.FunctionDef | ast.Lambda
@@ -100,7 +100,7 @@ def _parse_own_lines(lines: list[str], code: types.CodeType) -> FunctionNode | N
     # stands, so its columns are real too.
     head = "\n" * (first - 2) + "if 1:\n" if indent else "\n" * (first - 1)
     try:
-        tree = ast.parse(head + "".join(own))
+        tree = parse_again(head + "".join(own))
     except SyntaxError:
         return None
     body = tree.body[0].body if indent else tree.body
@@ -618,8 +618,9 @@ def load_from_file(path: str, func_name: str) -> FunctionSource:
     bound = namespace.get(func_name)
     if isinstance(bound, StaticFunction) and bound.node is node:
         defaults = bound.defaults  # read where the def stands
-    else:  # decorated, or bound again later: its own defaults, read at the end of the file
-        defaults = static_defaults(node, namespace)
+    else:  # decorated, or bound again later: its defaults too are read where the def stands
+        before = ast.Module(body=tree.body[: tree.body.index(node)], type_ignores=[])
+        defaults = static_defaults(node, static_namespace(before, filename, lines))
     return FunctionSource(
         node=node,
         filename=filename,

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import messages
+from .astutil import parse_again
 from .errors import UnsupportedSyntaxError
 from .source import STATIC_MODULES, FunctionSource
 
@@ -29,10 +30,35 @@ KEEPS_WRT = frozenset({"grad", "value_and_grad"})
 def decorator_wrt(fs: FunctionSource) -> Any:
     """The ``wrt`` of the function's adcompile decorator (None: every parameter); refuses a
     decorator that is not adcompile's, or more than one."""
+    call = _call_keeping_wrt(fs)
+    return None if call is None else _literal_wrt(fs, call)
+
+
+def decorator_options(fs: FunctionSource) -> dict[str, Any]:
+    """The literal ``mode=`` and ``optimize=`` of ``@grad(...)`` (those given), which the
+    module's function was compiled with."""
+    call = _call_keeping_wrt(fs)
+    if call is None:
+        return {}
+    options = {}
+    for keyword in call.keywords:
+        if keyword.arg in ("mode", "optimize"):
+            try:
+                options[keyword.arg] = ast.literal_eval(keyword.value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                message = messages.static_decorator_option(keyword.arg)
+                raise fs.error(UnsupportedSyntaxError, keyword.value, message) from None
+    return options
+
+
+def _call_keeping_wrt(fs: FunctionSource) -> ast.Call | None:
+    """The call of adcompile's ``@grad(...)`` or ``@value_and_grad(...)`` decorating the
+    function; None for a bare decorator, another transform, or none. Refuses a decorator
+    that is not adcompile's, or more than one."""
     decorators = fs.node.decorator_list
     if not decorators:
         return None
-    aliases = _adcompile_aliases(ast.parse("".join(fs.lines)))
+    aliases = _adcompile_aliases(parse_again("".join(fs.lines)), _position(fs.node))
     if len(decorators) > 1:
         raise fs.error(UnsupportedSyntaxError, decorators[1], messages.static_decorators(fs.name))
     decorator = decorators[0]
@@ -41,16 +67,14 @@ def decorator_wrt(fs: FunctionSource) -> Any:
     if transform is None or (call is not None and call.args):  # `@grad(g)`: not a decorator
         shown = ast.unparse(decorator)
         raise fs.error(UnsupportedSyntaxError, decorator, messages.static_decorator(shown, fs.name))
-    if call is None or transform not in KEEPS_WRT:
-        return None
-    return _literal_wrt(fs, call)
+    return call if transform in KEEPS_WRT else None
 
 
 def refuse_rebound_target(fs: FunctionSource) -> None:
     """Refuse a target whose name the file binds again after its ``def``, or may (in an ``if``,
     a ``global`` statement, a star import): reading the def would differentiate a function the
     module's name no longer stands for."""
-    tree = ast.parse("".join(fs.lines))  # fs.node belongs to another parse: compare positions
+    tree = parse_again("".join(fs.lines))  # fs.node belongs to another parse: compare positions
     binding = _last_binding(tree, fs.name)
     if binding is None or _position(binding) == _position(fs.node):
         return
@@ -178,19 +202,33 @@ def _star_may_bind(node: ast.ImportFrom, name: str) -> bool:
     return name in public if public is not None else hasattr(module, name) and name[:1] != "_"
 
 
-def _adcompile_aliases(tree: ast.Module) -> dict[str, str]:
-    """Names the file's module-level imports bind to adcompile: ``grad`` (or its alias) to
-    "grad", ``adcompile`` (or its alias) to "" (the package)."""
+def _adcompile_aliases(tree: ast.Module, before: tuple[int, int]) -> dict[str, str]:
+    """Names bound to adcompile where position ``before`` (the decorated ``def``) stands:
+    ``grad`` (or its alias) to "grad", ``adcompile`` (or its alias) to "" (the package). A
+    name the file binds again in between (its own ``def grad``, an assignment, another
+    import), or that a function declaring it ``global`` may rebind, is not adcompile's."""
     aliases: dict[str, str] = {}
-    for stmt in tree.body:
-        if isinstance(stmt, ast.ImportFrom) and stmt.module == "adcompile" and stmt.level == 0:
-            for alias in stmt.names:
-                aliases[alias.asname or alias.name] = alias.name
-        elif isinstance(stmt, ast.Import):
-            for alias in stmt.names:
-                if alias.name == "adcompile":
-                    aliases[alias.asname or alias.name] = ""
+    for stmt in _runs_on_import(tree.body):
+        if _position(stmt) >= before:
+            break
+        for name in [name for name in aliases if _binding_in(stmt, name) is not None]:
+            del aliases[name]
+        aliases.update(_imported_from_adcompile(stmt))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for name in [n for n in aliases if _declares_global(node, n)]:
+                if _binding_in_body(node, name) is not None:
+                    del aliases[name]
     return aliases
+
+
+def _imported_from_adcompile(stmt: ast.stmt) -> dict[str, str]:
+    """What an import statement binds to adcompile (as ``_adcompile_aliases`` maps it)."""
+    if isinstance(stmt, ast.ImportFrom) and stmt.module == "adcompile" and stmt.level == 0:
+        return {alias.asname or alias.name: alias.name for alias in stmt.names}
+    if isinstance(stmt, ast.Import):
+        return {alias.asname or alias.name: "" for alias in stmt.names if alias.name == "adcompile"}
+    return {}
 
 
 def _transform_named(func: ast.expr, aliases: dict[str, str]) -> str | None:

@@ -938,3 +938,144 @@ def test_a_file_s_literal_tuple_unpacking_binds_constants(capsys, tmp_path):
     target.write_text("I, (J, K) = 2.0, (3.0, 4.0)\n\n\ndef f(x):\n    return x * J\n")
     assert main(["dump", f"{target}:f"]) == 1  # nested: known only by running it
     assert "`J` comes from" in capsys.readouterr().err
+
+
+DECORATED_DEFAULT = """\
+from adcompile import grad
+
+K = 2.0
+
+
+@grad(wrt="x")
+def f(x, c=K):
+    return x * x * c
+
+
+K = 5.0
+"""
+
+
+def test_a_decorated_targets_defaults_are_read_where_its_def_stands(capsys, tmp_path):
+    """`@grad def f(x, c=K)` took K's last value in the file (5.0): Python binds 2.0 when
+    the def runs. The reference is the module, imported and differentiated numerically."""
+    target = tmp_path / "decorated_default.py"
+    target.write_text(DECORATED_DEFAULT)
+    module = module_from_source(tmp_path, DECORATED_DEFAULT)
+    expected = _numeric_derivative(module.f.__wrapped__, 0.7)  # 2 x c with c = 2.0
+    assert main(["dump", f"{target}:f"]) == 0
+    dumped: dict = {}
+    exec(capsys.readouterr().out, dumped)
+    assert dumped["f_grad"](0.7) == pytest.approx(expected, rel=1e-8)
+    assert module.f(0.7) == pytest.approx(expected, rel=1e-8)
+
+
+@pytest.mark.parametrize(
+    "rebinding",
+    [
+        "def grad(fn):\n    return lambda x: 2.0 * fn(x)\n",
+        "grad = lambda fn: (lambda x: 2.0 * fn(x))\n",
+        "from fractions import Fraction as grad\n",
+        "def rebind():\n    global grad\n    grad = None\n",
+    ],
+    ids=["def", "assignment", "import", "global"],
+)
+def test_a_decorator_name_the_file_binds_again_is_not_adcompiles(capsys, tmp_path, rebinding):
+    """After `from adcompile import grad`, the file's own `grad` was still taken for
+    adcompile's: the undecorated body's gradient was dumped (6 at x = 3 where the module's
+    function, 2 x**2, has 12) and `check` said OK. It is refused, as any other decorator."""
+    target = tmp_path / "rebound_decorator.py"
+    target.write_text(
+        f"from adcompile import grad\n\n{rebinding}\n\n@grad\ndef f(x):\n    return x * x\n"
+    )
+    for command in ("dump", "check"):
+        assert main([command, f"{target}:f"]) == 1
+        assert "`@grad` on f is not applied" in capsys.readouterr().err
+
+
+def test_a_decorator_imported_again_from_adcompile_is_adcompiles(capsys, tmp_path):
+    target = tmp_path / "imported_again.py"
+    target.write_text(
+        "from adcompile import grad\n\ngrad = None\nfrom adcompile import grad\n\n\n"
+        "@grad(wrt='x')\ndef f(x, y):\n    return x * y\n"
+    )
+    assert main(["dump", f"{target}:f"]) == 0
+    assert '"""Return df/dx."""' in capsys.readouterr().out
+
+
+def test_a_module_whose_code_raises_syntaxerror_is_said_to_fail_on_import(tmp_path):
+    """It parses; `eval("1 +")` at its top raised SyntaxError, which was reported as "the
+    module does not parse" at <string>:1:0."""
+    (tmp_path / "runs_eval.py").write_text('CONFIG = eval("1 +")\n\n\ndef f(x):\n    return x\n')
+    result = run_cli("dump", "runs_eval:f", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.startswith("adcompile: error: importing 'runs_eval' failed: SyntaxError")
+    assert "does not parse" not in result.stderr
+    (tmp_path / "returns_at_top.py").write_text("def f(x):\n    return x\n\n\nreturn 1\n")
+    result = run_cli("dump", "returns_at_top:f", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "returns_at_top.py:5:1: error: the module does not parse" in result.stderr
+
+
+def test_a_syntaxwarning_in_the_users_file_is_printed_once(tmp_path):
+    """Python 3.12+ warns about `"\\d"` when the file is parsed; adcompile parsed it three
+    more times without its name and the warning came four times, three as <unknown>."""
+    target = tmp_path / "escapes.py"
+    target.write_text(
+        'from adcompile import grad\n\nPAT = "\\d+"\n\n\n@grad\ndef f(x):\n    return x\n'
+    )
+    result = run_cli("dump", f"{target}:f")
+    assert result.returncode == 0, result.stderr
+    assert "<unknown>" not in result.stderr
+    assert result.stderr.count("SyntaxWarning") <= 1
+
+
+FLAG_DEFAULT = """\
+def f(x, clip=True):
+    if clip:
+        return min(x, 1.0) * x
+    return x * x
+"""
+
+
+def test_at_takes_flags_and_a_flags_default(capsys, tmp_path):
+    """`clip=True` as a default was "missing a value", and `clip=False` "not a number"."""
+    target = tmp_path / "flag_default.py"
+    target.write_text(FLAG_DEFAULT)
+    assert main(["check", f"{target}:f", "--at", "x=0.5", "--wrt", "x"]) == 0
+    assert "x=0.5, clip=True | 1.0 " in capsys.readouterr().out  # min(x, 1) * x: 2x
+    assert main(["check", f"{target}:f", "--at", "x=2,clip=False", "--wrt", "x"]) == 0
+    assert "x=2, clip=False | 4.0 " in capsys.readouterr().out  # x * x
+    assert main(["explain", f"{target}:f", "--at", "x=2,clip= True", "--wrt", "x"]) == 0
+    assert "runs the if branch (clip is True)" in capsys.readouterr().out
+
+
+DECORATOR_OPTIONS = """\
+import math
+
+from adcompile import grad
+
+
+@grad(mode="forward")
+def f(x, y):
+    return math.sin(x * y)
+
+
+@grad(optimize=False)
+def g(x, y):
+    return math.sin(x * y)
+"""
+
+
+@pytest.mark.parametrize("name", ["f", "g"])
+def test_dump_prints_the_source_a_decorators_mode_and_optimize_made(tmp_path, name):
+    """`dump` dropped `@grad(mode=...)` and `@grad(optimize=...)`: it printed the reverse,
+    optimised code where the module's `f.source` is forward mode (`g.source` unoptimised)."""
+    (tmp_path / "decorator_options.py").write_text(DECORATOR_OPTIONS)
+    module = module_from_source(tmp_path, DECORATOR_OPTIONS)
+    expected = getattr(module, name).source.split("\n", 1)[1]  # after the header's file
+    for target in (f"decorator_options:{name}", f"decorator_options.py:{name}"):
+        result = run_cli("dump", target, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.split("\n", 1)[1] == expected
+    forced = run_cli("dump", "decorator_options.py:f", "--mode", "reverse", cwd=tmp_path)
+    assert forced.stdout.startswith("# grad of f")

@@ -30,6 +30,7 @@ from adcompile.reference import assert_grad_matches_mp, reference_hessian_mp
 from adcompile.symbolic import symbolic_function
 from tests.corpus import control_flow as cf
 from tests.corpus.straight_line import NO_DERIVATIVE
+from tests.helpers import module_from_source
 from tests.test_corpus_control_flow import wrt_names
 from tests.test_corpus_straight_line import FUNCTIONS, corpus_params, param_names, points_for
 
@@ -792,3 +793,97 @@ def test_jvp_and_vjp_of_a_hessian_say_how_to_go_higher(tmp_path) -> None:
         jvp(module.H, (0.4, 0.9), (1.0, 0.0))
     with pytest.raises(TypeError, match=r"build higher derivatives from grad"):
         vjp(module.H, 0.4, 0.9)
+
+
+# --- a user's wrapper of a generated gradient is the user's function ----------------------------
+WRAPPED_GRADIENT = """
+import functools
+
+from adcompile import grad
+
+
+def fourth(x):
+    for _ in range(2):
+        x = x * x
+    return x
+
+
+d_fourth = grad(fourth)
+
+
+@functools.wraps(d_fourth)
+def twice(x):
+    return 2.0 * d_fourth(x)
+
+
+@functools.wraps(d_fourth)
+def bound_on_one_side(x):
+    if x > 0.0:
+        y = d_fourth(x)
+    return y * 2.0
+
+
+def deco(fn):
+    @functools.wraps(fn)
+    def wrapper(x):
+        return 2.0 * fn(x)
+
+    return wrapper
+
+
+@deco
+@grad
+def decorated(x):
+    return x * x * x
+"""
+
+
+def test_a_functools_wraps_wrapper_of_a_gradient_is_differentiated_as_written(tmp_path):
+    """functools.wraps copies the gradient's attributes onto the wrapper; it was taken for the
+    gradient itself, and the loop gradient's forward twin ran in its place (12 for 24, every
+    transform, even the value: 4 for 8)."""
+    module = module_from_source(tmp_path, WRAPPED_GRADIENT)
+    f = module.twice  # 8 x**3
+    assert grad(f)(1.0) == pytest.approx(24.0)
+    assert grad(f, mode="forward")(1.0) == pytest.approx(24.0)
+    assert jvp(f, (1.0,), (1.0,)) == pytest.approx((8.0, 24.0))
+    assert vjp(f, 1.0)[1](1.0) == pytest.approx((24.0,))
+    assert jacobian(f)(1.0) == pytest.approx(24.0)
+    assert hessian(f)(1.0) == pytest.approx(48.0)
+    assert value_and_grad(f)(1.0) == pytest.approx((8.0, 24.0))
+    # The wrapper's own unbound read is checked, as for any function of the user's.
+    with pytest.raises(UnboundLocalError):
+        grad(module.bound_on_one_side)(-1.0)
+    # `@deco @grad def decorated`: the module's `decorated` is 2 * 3 x**2.
+    assert grad(module.decorated)(2.0) == pytest.approx(24.0)
+    assert "2.0 * fn(x)" in grad(module.decorated).source
+
+
+LOOP_WITH_CONSTANT = """
+K = 2.0
+
+
+def p(x):
+    s = x
+    for _ in range(2):
+        s = s * x * K
+    return s
+"""
+
+
+def test_a_loop_gradient_is_not_differentiated_again_with_constants_changed_since(tmp_path):
+    """grad(p) keeps K = 2 (3 K**2 x**2); its forward twin, compiled for grad(grad(p)),
+    read K = 5 and gave 150 where grad(p)'s own derivative is 24. Refused; a twin compiled
+    before the change keeps serving, as grad(p) keeps its K."""
+    module = module_from_source(tmp_path, LOOP_WITH_CONSTANT)
+    dp = grad(module.p)
+    module.K = 5.0
+    assert dp(1.0) == pytest.approx(12.0)
+    with pytest.raises(TypeError, match=r"K changed after grad\(p\) was compiled"):
+        grad(dp)
+    module.K = 2.0
+    second = grad(dp)
+    module.K = 7.0
+    slope = (dp(1.0 + 1e-6) - dp(1.0 - 1e-6)) / 2e-6
+    assert second(1.0) == pytest.approx(slope, rel=1e-6)
+    assert grad(dp)(1.0) == pytest.approx(slope, rel=1e-6)
