@@ -867,9 +867,13 @@ def build_gradient(
     if with_value:
         grads = ast.Tuple(elts=[output_value(fn), grads], ctx=ast.Load())
     temp_adjoints = {sweep.adjoints[t] for t in fn.temporaries if t in sweep.adjoints}
-    primal_of = {  # array code only: what a zero adjoint takes its shape from
-        adjoint: clone(fn.leaf_exprs[var]) if var in fn.leaf_exprs else _name(var)
+    # Array code only: what a zero adjoint takes its shape from. Not a part of a parameter
+    # (`x[0]`, `p["b"]`): its zero start may be on a path that never reads the part, which
+    # may not exist there (an empty `x`); it stays 0.0, and `gradient_like` adds no zero.
+    primal_of = {
+        adjoint: _name(var)
         for var, adjoint in (sweep.adjoints.items() if fn.array_mode else ())
+        if var not in fn.leaf_exprs
     }
     return GradientBody(statements, grads, temp_adjoints, cotangent_params, primal_of)
 

@@ -789,3 +789,59 @@ def test_float32_var_and_std_gradients_keep_their_digits(tmp_path):
         assert got.dtype == np.float32
         error = np.max(np.abs(got - reference)) / np.max(np.abs(reference))
         assert error < 2e-6, (name, error)
+
+
+UNTAKEN_PART_READS = """
+import numpy as np
+
+
+def first_or_zero(x):
+    if x.shape[0] == 0:
+        return 0.0
+    return np.sum(x[0] ** 2) + np.sum(x)
+
+
+def optional_bias(p, x):
+    y = p["W"] @ x
+    if len(p) > 1:
+        y = y + p["b"]
+    return np.sum(np.tanh(y))
+
+
+def scalar_or_pair(x):
+    if np.ndim(x) == 0:
+        return x * x
+    return x[0] * x[1]
+
+
+def first_times_all(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + x[i] * x[0]
+    return s
+"""
+
+
+def test_a_part_read_only_on_a_path_not_taken_is_not_evaluated(tmp_path):
+    """The zero adjoint of `x[0]` (of `p["b"]`) started as np.zeros_like(x[0]) on the path
+    that never reads it, where it does not exist: IndexError, KeyError and TypeError from
+    the gradient of a function that ran."""
+    m = module_from_source(tmp_path, UNTAKEN_PART_READS)
+    empty = np.zeros((0, 3))
+    for gradient in (grad(m.first_or_zero), lambda x: vjp(m.first_or_zero, x)[1](1.0)[0]):
+        out = gradient(empty)
+        assert out.shape == (0, 3)
+    assert hessian(m.first_or_zero)(empty).shape == (0, 3, 0, 3)
+    x = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    expected = np.ones_like(x)
+    expected[0] += 2 * x[0]
+    np.testing.assert_allclose(grad(m.first_or_zero)(x), expected)
+    W, v = np.ones((2, 3)), np.array([0.1, 0.2, 0.3])
+    t = np.tanh(W @ v)
+    gW = grad(m.optional_bias, wrt="p")({"W": W}, v)
+    assert set(gW) == {"W"}
+    np.testing.assert_allclose(gW["W"], np.outer(1 - t * t, v))
+    assert grad(m.scalar_or_pair)(3.0) == pytest.approx(6.0)
+    np.testing.assert_allclose(grad(m.scalar_or_pair)(np.array([2.0, 5.0])), [5.0, 2.0])
+    assert grad(m.first_times_all)(np.zeros(0)).shape == (0,)
+    np.testing.assert_allclose(grad(m.first_times_all)(np.array([2.0, 3.0])), [7.0, 2.0])

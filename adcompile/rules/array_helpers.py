@@ -468,6 +468,8 @@ def gradient_like(tree, parts):
     if isinstance(tree, list | tuple):
         if () in parts:  # a user rule's adjoint of the whole list
             parts = _whole_as_parts(parts)
+        if not tree:  # its parts' adjoints are zeros from paths that read no item
+            return type(tree)()
         below = {}
         for key, part in parts.items():  # layers[-1] and layers[1] may be the same item
             i = key % len(tree)
@@ -517,8 +519,8 @@ def _add_parts(out, index, parts):
         at = index if key == () else (*index, key)
         if type(part) is dict:
             _add_parts(out, at, part)
-        else:
-            np.add.at(out, at, part)
+        elif np.ndim(part) != 0 or part != 0:  # adding zero would change nothing, and a
+            np.add.at(out, at, part)  # part no path read may not exist (`x[0]` of an empty x)
 
 
 def check_scalar(value):
