@@ -388,6 +388,10 @@ class _Interpreter:
         # The primes of each variable's latest value, by its shown name (bound names only).
         self.versions: dict[str, int] = {}
         self.assigned: dict[int, set[str]] = {}  # by loop: the names its body assigns
+        # Each variable's latest value: its primes, and when it was assigned (a serial).
+        self.latest: dict[str, tuple[int, int]] = {}
+        self.latest_order: list[str] = []
+        self.carried: dict[int, set[str]] = {}  # by loop: the names an iteration reads first
         self.runs: dict[int, int] = {}
         self.quiet = 0  # inside a user rule's forward body: values only, no steps
         self.flag_tests: set[str] = set()  # tests that read only jump flags: not shown
@@ -412,8 +416,15 @@ class _Interpreter:
         shown = self.display(name)
         if name == self.core.output or shown == self.fname:
             return shown
+        call = self.core.call_results.get(shown)
+        if call is not None:  # an inlined call's early returns: the call's own label
+            return self.text(self._temporary_label(call, ast.Name(id=shown, ctx=ast.Load())))
+        if self.quiet:  # a user rule's body: never shown, and no value of the caller's
+            return shown
         count = self.versions[shown] + 1 if shown in self.versions else 0
         self.versions[shown] = count
+        self.latest[shown] = (count, len(self.latest_order))
+        self.latest_order.append(shown)
         return shown + _primes(count)
 
     def _same_variable(self, stmt: Copy) -> bool:
@@ -658,6 +669,7 @@ class _Interpreter:
         indices = iter(range(*[self.value(b) for b in stmt.bounds])) if stmt.test is None else None
         assigned = self._assigned_in(stmt)
         at_entry = {shown: self.versions[shown] for shown in assigned & self.versions.keys()}
+        latest = {shown: self.latest.get(shown) for shown in assigned}
         while True:
             if indices is not None:
                 index = next(indices, _DONE)
@@ -677,7 +689,7 @@ class _Interpreter:
             position = LoopPosition(line, len(positions) + 1, run=run)
             positions.append(position)
             self.loops.append(position)
-            self._start_iteration(stmt, assigned, at_entry)
+            self._start_iteration(stmt, assigned, at_entry, len(positions))
             try:
                 self._iteration(stmt, position, indices is not None)
             finally:
@@ -686,6 +698,7 @@ class _Interpreter:
                 break
         for position in positions:
             position.count = len(positions)
+        self._end_loop(stmt, latest)
 
     def _assigned_in(self, stmt: Loop) -> set[str]:
         """The shown names of the variables ``stmt``'s body assigns."""
@@ -695,19 +708,43 @@ class _Interpreter:
             self.assigned[id(stmt)] = shown
         return self.assigned[id(stmt)]
 
-    def _start_iteration(self, stmt: Loop, assigned: set[str], at_entry: dict[str, int]) -> None:
+    def _start_iteration(
+        self, stmt: Loop, assigned: set[str], at_entry: dict[str, int], iteration: int
+    ) -> None:
         """Every iteration is labelled as the first: a variable starts with the label it had
         before the loop (``x``) and what the iteration assigns counts on from there (``x'``).
-        After the loop, a variable keeps the label the last iteration gave it."""
+        One first bound in the loop starts unprimed, unless the iteration reads what the
+        last one left in it before assigning it (``x = x + t``, then ``t' = ...``)."""
+        carried = self._carried_in(stmt)
         for shown in assigned:
             if shown in at_entry:
                 self.versions[shown] = at_entry[shown]
+            elif shown in carried and iteration > 1:
+                self.versions[shown] = 0
             else:
                 self.versions.pop(shown, None)
         for header in stmt.headers:
             shown = self.display(header)
             label = shown + _primes(at_entry.get(shown, 0))
             self.labels[header] = ast.Name(id=label, ctx=ast.Load())
+
+    def _end_loop(self, stmt: Loop, before: dict[str, tuple[int, int] | None]) -> None:
+        """After the loop a variable holds its latest value, under that value's label (an
+        iteration that assigned nothing left the one an earlier iteration labelled)."""
+        for header in stmt.headers:
+            shown = self.display(header)
+            latest = self.latest.get(shown)
+            if latest is not None and latest != before.get(shown):  # assigned in the loop
+                self.versions[shown] = latest[0]
+                self.labels[header] = ast.Name(id=shown + _primes(latest[0]), ctx=ast.Load())
+
+    def _carried_in(self, stmt: Loop) -> set[str]:
+        """The shown names of the variables whose value an iteration may read before it
+        assigns them: in core form, the body reads their loop headers."""
+        if id(stmt) not in self.carried:
+            reads = _reads(stmt.body) | set(stmt.test_reads)
+            self.carried[id(stmt)] = {self.display(h) for h in stmt.headers if h in reads}
+        return self.carried[id(stmt)]
 
     def _counter_of_items(self, stmt: Loop) -> bool:
         """Whether ``stmt`` counts the items of ``for v in xs`` with an index of the
@@ -956,6 +993,24 @@ _DONE = object()
 def _primes(count: int) -> str:
     """One prime per count up to three, then the count (``'4``): long runs are hard to read."""
     return "'" * count if count <= 3 else f"'{count}"
+
+
+def _reads(block: list[Stmt]) -> set[str]:
+    """The names the statements of ``block`` read, nested blocks included."""
+    found: set[str] = set()
+    for stmt in block:
+        if isinstance(stmt, Apply):
+            found |= {a.name for a in stmt.args if isinstance(a, Var)}
+        elif isinstance(stmt, Copy) and isinstance(stmt.source, Var):
+            found.add(stmt.source.name)
+        elif isinstance(stmt, Opaque):
+            found |= set(stmt.reads)
+        elif isinstance(stmt, If):
+            found |= {stmt.cond} | _reads(stmt.body) | _reads(stmt.orelse)
+        elif isinstance(stmt, Loop):
+            found |= {b.name for b in stmt.bounds if isinstance(b, Var)} | set(stmt.test_reads)
+            found |= _reads(stmt.entry) | _reads(stmt.body) | _reads(stmt.back_edges)
+    return found
 
 
 def _targets(block: list[Stmt]) -> set[str]:

@@ -229,6 +229,9 @@ class CoreFunction:
     # Temporaries holding an inlined call's value: the call as written, with placeholders
     # for its arguments' atoms (how explanations show ``helper(x)``).
     call_labels: dict[str, tuple[ast.Call, list[Atom]]] = field(default_factory=dict)
+    # An inlined callee's early returns store its value in an internal variable: which
+    # call's temporary it is the value of (explanations show it as the call).
+    call_results: dict[str, str] = field(default_factory=dict)
     # A function returning a tuple of scalars: one output name per element (else None).
     outputs: list[str] | None = None
     def_line: int = 0  # the line of the function's ``def`` (or ``lambda``)

@@ -277,6 +277,7 @@ class Lowerer(ArrayLowering):
             self.constant_names: dict[tuple[int, str], tuple[str, object]] = {}
             self.temporaries: set[str] = set()
             self.call_labels: dict[str, tuple[ast.Call, list[Atom]]] = {}
+            self.call_results: dict[str, str] = {}
             self.call_chain: list[FunctionSource] = [fs]
             self.array_mode, self.numpy, self.numpy_alias = False, None, "np"
             # Structured parameters: names bound to a parameter indexed by constant keys.
@@ -293,6 +294,7 @@ class Lowerer(ArrayLowering):
             self.names, self.math_alias = parent.names, parent.math_alias
             self.constants, self.constant_names = parent.constants, parent.constant_names
             self.temporaries, self.call_labels = parent.temporaries, parent.call_labels
+            self.call_results = parent.call_results
             self.call_chain = [*parent.call_chain, fs]
             self.array_mode, self.numpy = parent.array_mode, parent.numpy
             self.shared = OwnedArrays(frozenset()) if parent.array_mode else None
@@ -352,6 +354,7 @@ class Lowerer(ArrayLowering):
             names=self.names,
             temporaries=self.temporaries,
             call_labels=self.call_labels,
+            call_results=self.call_results,
             outputs=self.outputs,
             def_line=node.lineno,
             gathered=self.gathered,
@@ -1206,6 +1209,8 @@ class Lowerer(ArrayLowering):
         relabel(self.block[start:], fs)
         if gathered is not None:  # `b = result` after early returns: the call's line
             _move_to_line(self.block[gathered:], node.lineno)
+            if target in self.call_labels:  # explanations show `result` as the call
+                self.call_results[callee.gathered] = target
         self.uses_math |= callee.uses_math
 
     def _label_call(
@@ -1260,6 +1265,8 @@ class Lowerer(ArrayLowering):
         if not isinstance(last, ast.Return):
             self._statement(last)  # a `try` or `with` that holds the return says what it is
             raise self._error(UnsupportedSyntaxError, last, messages.MISSING_RETURN)
+        if getattr(last, "adcompile_gathered", False):
+            self.gathered = last.value.id
         start = len(self.block)
         self._lower_into(last.value, target)
         return start if getattr(last, "adcompile_gathered", False) else None

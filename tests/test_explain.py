@@ -313,6 +313,84 @@ def test_loops_over_items_and_sums_show_no_names_of_the_compilers():
     assert explanation.gradient["x"] == pytest.approx(6.0)
 
 
+def helper_returning_early(a):
+    if a > 3.0:
+        return a
+    return a * a
+
+
+def calls_one_returning_early(x):
+    return helper_returning_early(x) * x
+
+
+def test_an_inlined_helpers_early_returns_assign_the_call():
+    """Not `result = helper.a * helper.a`, then `helper(x) = result`."""
+    explanation = explain(calls_one_returning_early, 1.5)
+    formulas = _formulas(explanation)
+    expected = "helper_returning_early(x) = helper_returning_early.a * helper_returning_early.a"
+    assert expected in formulas
+    assert not any("result" in f for f in formulas)
+    assert not any("result" in s.formula for s in explanation.steps if s.sweep == "backward")
+
+
+def adds_on_two_of_three(x):
+    s = 0.0
+    for i in range(3):
+        if i < 2:
+            s = s + x
+    return s
+
+
+def reads_what_the_last_iteration_left(x):
+    for i in range(3):
+        if i > 0:
+            x = x + t  # noqa: F821 (bound by the previous iteration)
+        t = x * 2.0
+    return t
+
+
+def test_after_a_loop_a_variable_has_its_latest_values_label():
+    """The last iteration assigned nothing: `adds_on_two_of_three = s` read 3 under the label
+    that `s = 0.0` had; a name first bound in the loop and read before it is assigned again
+    showed two values as `t` in one iteration."""
+    explanation = explain(adds_on_two_of_three, 1.5)
+    assert _formulas(explanation)[-1] == "adds_on_two_of_three = s'"
+    first = next(s for s in explanation.steps if s.sweep == "backward" and s.kind == "adjoint")
+    assert first.target == "s'"
+    carried = explain(reads_what_the_last_iteration_left, 1.5)
+    by_iteration: dict[int, list[str]] = {}
+    for step in carried.steps:
+        if step.kind == "assign" and step.loops:
+            by_iteration.setdefault(step.loops[0].iteration, []).append(step.formula)
+    assert by_iteration[1] == ["t = x * 2.0"]
+    assert by_iteration[2] == ["x' = x + t", "t' = x' * 2.0"]
+    assert _formulas(carried)[-1] == "reads_what_the_last_iteration_left = t'"
+    expected = grad(reads_what_the_last_iteration_left)(1.5)
+    assert carried.gradient["x"] == pytest.approx(expected)
+
+
+def test_a_users_rule_takes_no_prime_of_its_own():
+    """`a = softplus(x)` was shown as `a' = softplus(x)`: the rule's own body, run quietly
+    for the value, counted as a value of `a`."""
+    from adcompile import derivative, rule_scope
+
+    def softplus(x):
+        a = math.log1p(math.exp(x))
+        return a
+
+    def softplus_rule(x, result, g):
+        return g / (1.0 + math.exp(-x))
+
+    def uses_it(x):
+        a = softplus(x)
+        return a * x
+
+    with rule_scope():
+        derivative(softplus)(softplus_rule)
+        explanation = explain(uses_it, 0.3)
+    assert _formulas(explanation) == ["a = softplus(x)", "uses_it = a * x"]
+
+
 def _one_label_per_value(explanation: Explanation) -> None:
     """Within the function body, and within each iteration, no two assignments share a label."""
     seen: dict[tuple[Any, ...], set[str]] = {}
