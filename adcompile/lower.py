@@ -1520,7 +1520,7 @@ class Lowerer(ArrayLowering):
             return None
         key = (id(vars(module)), node.attr)
         if key not in self.constant_names:
-            chosen = self.names.fresh(f"{node.value.id}_{node.attr}")
+            chosen = self.names.fresh(ast.unparse(node).replace(".", "_"))
             self.constant_names[key] = (chosen, module)
             self.constants[chosen] = value
         name = self.constant_names[key][0]
@@ -1534,12 +1534,20 @@ class Lowerer(ArrayLowering):
         return value if value.__class__ is types.FunctionType else None
 
     def _user_module(self, node: ast.Attribute) -> types.ModuleType | None:
-        """The module ``node`` reads from (``helpers`` in ``helpers.f``) if it is one of the
-        user's own: not a local, NumPy or a module generated code names (math)."""
-        base = node.value
+        """The module ``node`` reads from (``helpers`` in ``helpers.f``, ``pkg.sub`` in
+        ``pkg.sub.f``) if it is one of the user's own: not a local, NumPy or a module
+        generated code names (math)."""
+        base, path = node.value, []
+        while base.__class__ is ast.Attribute:  # `pkg.sub`: submodules of a module
+            path.append(base.attr)
+            base = base.value
         if base.__class__ is not ast.Name or base.id in self.locals:
             return None
         module = self.fs.namespace.get(base.id)
+        for attr in reversed(path):
+            if module.__class__ is not types.ModuleType or is_numpy(module):
+                return None
+            module = getattr(module, attr, None)
         if module.__class__ is not types.ModuleType or is_numpy(module):
             return None
         return None if any(module is m for m in RENDERABLE_MODULES.values()) else module

@@ -490,3 +490,28 @@ def test_int_enum_constants_are_written_as_ints(tmp_path: Path) -> None:
     assert_grad_matches_mp(module.f, [{"x": 1.5}, {"x": -0.75}])
     assert_grad_matches_mp(module.power(module.Order.SECOND), [{"x": 1.5}])
     assert "K = 2\n" in grad(module.f).source
+
+
+def test_a_submodule_named_through_its_package_is_the_users_module(tmp_path, monkeypatch):
+    """After `import pkg.sub`, `pkg.sub.h(x)` and `pkg.sub.C` were refused ("attribute
+    access is supported only on modules"), where `import pkg.sub as s; s.h(x)` worked."""
+    package = tmp_path / "adcompile_pkg_case"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "sub.py").write_text(
+        "import math\nC = 1.5\n\n\ndef h(x):\n    return math.sin(x) * C\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = module_from_source(
+        tmp_path,
+        """
+        import adcompile_pkg_case.sub
+
+
+        def f(x):
+            return adcompile_pkg_case.sub.h(x) + adcompile_pkg_case.sub.C * x
+        """,
+    )
+    expected = math.cos(0.7) * 1.5 + 1.5
+    assert grad(module.f)(0.7) == pytest.approx(expected, rel=1e-12)
+    assert grad(module.f, mode="forward")(0.7) == pytest.approx(expected, rel=1e-12)
