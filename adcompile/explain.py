@@ -58,7 +58,7 @@ from .names import output_label
 from .notes import line_origins, sweep_note
 from .optimize import simplify
 from .recipes import recipe_of
-from .reverse import Activity, analyze_activity
+from .reverse import Activity, analyze_activity, assigned_in
 from .rules import Rule
 from .source import FunctionSource, load_function
 from .unbound import unbound_message
@@ -388,9 +388,9 @@ class _Interpreter:
         # The primes of each variable's latest value, by its shown name (bound names only).
         self.versions: dict[str, int] = {}
         self.assigned: dict[int, set[str]] = {}  # by loop: the names its body assigns
-        # Each variable's latest value: its primes, and when it was assigned (a serial).
+        # Each variable's latest value: its primes, and which assignment (counted) made it.
         self.latest: dict[str, tuple[int, int]] = {}
-        self.latest_order: list[str] = []
+        self.assignments = 0
         self.carried: dict[int, set[str]] = {}  # by loop: the names an iteration reads first
         self.runs: dict[int, int] = {}
         self.quiet = 0  # inside a user rule's forward body: values only, no steps
@@ -423,8 +423,8 @@ class _Interpreter:
             return shown
         count = self.versions[shown] + 1 if shown in self.versions else 0
         self.versions[shown] = count
-        self.latest[shown] = (count, len(self.latest_order))
-        self.latest_order.append(shown)
+        self.assignments += 1
+        self.latest[shown] = (count, self.assignments)
         return shown + _primes(count)
 
     def _same_variable(self, stmt: Copy) -> bool:
@@ -703,7 +703,7 @@ class _Interpreter:
     def _assigned_in(self, stmt: Loop) -> set[str]:
         """The shown names of the variables ``stmt``'s body assigns."""
         if id(stmt) not in self.assigned:
-            targets = _targets(stmt.body)
+            targets = assigned_in(stmt.body)
             shown = {self.display(t) for t in targets if not self.is_temporary(t)}
             self.assigned[id(stmt)] = shown
         return self.assigned[id(stmt)]
@@ -996,7 +996,8 @@ def _primes(count: int) -> str:
 
 
 def _reads(block: list[Stmt]) -> set[str]:
-    """The names the statements of ``block`` read, nested blocks included."""
+    """The names the statements of ``block`` read, nested blocks included: operands (as
+    ``reverse.operands_in`` finds them), and also tests and loop bounds, which rows show."""
     found: set[str] = set()
     for stmt in block:
         if isinstance(stmt, Apply):
@@ -1010,19 +1011,6 @@ def _reads(block: list[Stmt]) -> set[str]:
         elif isinstance(stmt, Loop):
             found |= {b.name for b in stmt.bounds if isinstance(b, Var)} | set(stmt.test_reads)
             found |= _reads(stmt.entry) | _reads(stmt.body) | _reads(stmt.back_edges)
-    return found
-
-
-def _targets(block: list[Stmt]) -> set[str]:
-    """The names the statements of ``block`` assign, nested blocks included."""
-    found: set[str] = set()
-    for stmt in block:
-        if isinstance(stmt, Apply | Copy | Opaque):
-            found.add(stmt.target)
-        elif isinstance(stmt, If):
-            found |= _targets(stmt.body) | _targets(stmt.orelse)
-        elif isinstance(stmt, Loop):
-            found |= _targets(stmt.entry) | _targets(stmt.body) | _targets(stmt.back_edges)
     return found
 
 
