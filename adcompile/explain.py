@@ -775,10 +775,6 @@ class _Interpreter:
     def backward(self) -> dict[str, float]:
         self.adjoints: dict[str, float] = {}
         self.uses: dict[str, list[tuple[float, int | None]]] = {}
-        # Contributions each label has received since its value's definition was last
-        # reached: `+=` is for a label that has one (a conditional expression's arms hold
-        # `x` in variables of their own, which pass it on to `x` later).
-        self.received: dict[str, int] = {}
         output = self.core.output
         if self.activity.active(output):
             self.adjoints[output] = 1.0
@@ -851,7 +847,6 @@ class _Interpreter:
             return None
         self._sum(name, event.stmt, event.loops, event.target_label)
         del self.uses[name]
-        self.received.pop(event.target_label, None)
         # Earlier (in a loop: an earlier iteration's) values of the name start afresh.
         return self.adjoints.pop(name, 0.0)
 
@@ -892,29 +887,26 @@ class _Interpreter:
             return self.text(label)
         return self.display(name)
 
-    def _give(self, name: str, value: float, line: int | None, label: str) -> bool:
-        """Add a contribution to ``name``'s adjoint, shown as ``label``'s; True if that label
-        has an earlier one (the row says ``+=``)."""
-        known = name in self.uses
-        self.adjoints[name] = self.adjoints.get(name, 0.0) + value if known else value
+    def _give(self, name: str, value: float, line: int | None) -> bool:
+        """Add a contribution to ``name``'s adjoint; True if it adds to an earlier one."""
+        accumulates = name in self.uses
+        self.adjoints[name] = self.adjoints.get(name, 0.0) + value if accumulates else value
         self.uses.setdefault(name, []).append((value, line))
-        accumulates = self.received.get(label, 0) > 0
-        self.received[label] = self.received.get(label, 0) + 1
         return accumulates
 
     def _backward_copy(self, event: _Event) -> None:
         stmt = event.stmt
         source = stmt.source
-        if not event.visible and self._pass_uses_on(event):
+        if not event.visible and self._pass_uses_on(stmt.target, source):
             return
         g = self._take(stmt.target, event)
         if g is None or not isinstance(source, Var) or not self.activity.active(source.name):
             return
         line, where = _line_parts(stmt.line)
-        target = self.text(event.labels[0])
-        accumulates = self._give(source.name, g, line, target)
+        accumulates = self._give(source.name, g, line)
         if not event.visible:
             return
+        target = self.text(event.labels[0])
         of = adjoint_label(self.fname, event.target_label)
         mark = "+=" if accumulates else "="
         self.steps.append(
@@ -937,20 +929,17 @@ class _Interpreter:
             )
         )
 
-    def _pass_uses_on(self, event: _Event) -> bool:
+    def _pass_uses_on(self, target: str, source: Atom) -> bool:
         """A copy the explanation does not show (a join of branches, a loop's header, a
         helper's returned name) is the same variable: its uses become the source's, one by
         one, so that the source's sum names the lines that used it. True if passed on."""
-        target, source = event.stmt.target, event.stmt.source
         if not isinstance(source, Var) or not self.activity.active(source.name):
             return False
         if not self.activity.active(target) or target not in self.uses:
             return False
         self.adjoints.pop(target, None)
-        self.received.pop(event.target_label, None)
-        label = self.text(event.labels[0])
         for value, line in self.uses.pop(target):
-            self._give(source.name, value, line, label)
+            self._give(source.name, value, line)
         return True
 
     def _backward_apply(self, event: _Event) -> None:
@@ -971,8 +960,8 @@ class _Interpreter:
             contribution = local.evaluate(g)
             if event.operation is not None:
                 event.operation.operands[i].adjoint = contribution
+            accumulates = self._give(atom.name, contribution, line)
             target = self.text(event.labels[i])
-            accumulates = self._give(atom.name, contribution, line, target)
             mark = "+=" if accumulates else "="
             of_name = ast.Name(id=of, ctx=ast.Load())
             product = ast.BinOp(left=of_name, op=ast.Mult(), right=local.symbolic)

@@ -391,18 +391,6 @@ def test_a_users_rule_takes_no_prime_of_its_own():
     assert _formulas(explanation) == ["a = softplus(x)", "uses_it = a * x"]
 
 
-def both_arms_read_x(x, y):
-    return (x if y > 0 else y) + (x if y > 1 else y)
-
-
-def test_a_second_contribution_through_a_conditional_expression_says_plus_equals():
-    """Each arm holds `x` in a variable of its own, passed on to `x` later: the second row
-    said `df/dx = ...` with `accumulates` false, as if it replaced the first."""
-    adjoints = [s for s in explain(both_arms_read_x, 1.5, 2.0).steps if s.kind == "adjoint"]
-    assert [(s.target, s.accumulates) for s in adjoints] == [("x", False), ("x", True)]
-    assert adjoints[1].formula.startswith("dboth_arms_read_x/dx += ")
-
-
 def _one_label_per_value(explanation: Explanation) -> None:
     """Within the function body, and within each iteration, no two assignments share a label."""
     seen: dict[tuple[Any, ...], set[str]] = {}
