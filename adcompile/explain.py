@@ -388,6 +388,7 @@ class _Interpreter:
         # The primes of each variable's latest value, by its shown name (bound names only).
         self.versions: dict[str, int] = {}
         self.assigned: dict[int, set[str]] = {}  # by loop: the names its body assigns
+        self.call_versions: dict[str, int] = {}  # as `versions`, for calls (by their text)
         # Each variable's latest value: its primes, and which assignment (counted) made it.
         self.latest: dict[str, tuple[int, int]] = {}
         self.assignments = 0
@@ -418,7 +419,8 @@ class _Interpreter:
             return shown
         call = self.core.call_results.get(shown)
         if call is not None:  # an inlined call's early returns: the call's own label
-            return self.text(self._temporary_label(call, ast.Name(id=shown, ctx=ast.Load())))
+            placeholder = ast.Name(id=shown, ctx=ast.Load())
+            return self.text(self._temporary_label(call, placeholder, commit=False))
         if self.quiet:  # a user rule's body: never shown, and no value of the caller's
             return shown
         count = self.versions[shown] + 1 if shown in self.versions else 0
@@ -499,8 +501,18 @@ class _Interpreter:
             return Operand(found.node, found.text)
         return Operand(None, format_number(value))
 
-    def _temporary_label(self, target: str, expr: ast.expr) -> ast.expr:
-        return self.core.temporary_label(target, expr, self.label)
+    def _temporary_label(self, target: str, expr: ast.expr, commit: bool = True) -> ast.expr:
+        """A temporary's label: its expression, or the call whose value it holds, primed as
+        a variable is if that call (same text) already gave a value (``sq(x) * sq(x)``:
+        ``sq(x)``, then ``sq(x)'``). Without ``commit``, the label the next value gets."""
+        label = self.core.temporary_label(target, expr, self.label)
+        if target not in self.core.call_labels or self.quiet:
+            return label
+        text = self.text(label)
+        count = self.call_versions[text] + 1 if text in self.call_versions else 0
+        if commit:
+            self.call_versions[text] = count
+        return ast.Name(id=text + _primes(count), ctx=ast.Load()) if count else label
 
     def _record(
         self, step_kind: str, stmt: Stmt, target: str, formula: str, numbers: str, value: Any
@@ -670,6 +682,7 @@ class _Interpreter:
         assigned = self._assigned_in(stmt)
         at_entry = {shown: self.versions[shown] for shown in assigned & self.versions.keys()}
         latest = {shown: self.latest.get(shown) for shown in assigned}
+        calls_at_entry = dict(self.call_versions)
         while True:
             if indices is not None:
                 index = next(indices, _DONE)
@@ -690,6 +703,7 @@ class _Interpreter:
             positions.append(position)
             self.loops.append(position)
             self._start_iteration(stmt, assigned, at_entry, len(positions))
+            self.call_versions = dict(calls_at_entry)  # calls too: labelled as iteration 1
             try:
                 self._iteration(stmt, position, indices is not None)
             finally:

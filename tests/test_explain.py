@@ -391,6 +391,39 @@ def test_a_users_rule_takes_no_prime_of_its_own():
     assert _formulas(explanation) == ["a = softplus(x)", "uses_it = a * x"]
 
 
+def test_each_iterations_first_contribution_to_a_variable_assigns():
+    """Per iteration, backwards: `dx = dx' * 1`, then `dx += d(sin(x)) * cos(x)`. (A version
+    deciding `+=` by label said `+=` for the first, the label `x` having collected the next
+    iteration's contributions.)"""
+    explanation = explain(descent, 1.5, 2.0)
+    marks: dict[int, list[bool]] = {}
+    for step in explanation.steps:
+        if step.kind == "adjoint" and step.target == "x" and step.loops:
+            marks.setdefault(step.loops[0].iteration, []).append(step.accumulates)
+    assert marks == {3: [False, True], 2: [False, True], 1: [False, True]}
+
+
+def squared(a):
+    return a * a
+
+
+def squares_twice(x):
+    return squared(x) * squared(x)
+
+
+def test_a_call_made_twice_gives_two_labels():
+    """Both values were `squared(x)`, and the backward rows could not say which."""
+    explanation = explain(squares_twice, 1.5)
+    formulas = _formulas(explanation)
+    assert "squared(x) = squared.a * squared.a" in formulas
+    assert "squared(x)' = squared.a' * squared.a'" in formulas
+    assert "squares_twice = squared(x) * squared(x)'" in formulas
+    of = [
+        s.of for s in explanation.steps if s.kind == "adjoint" and s.target.startswith("squared.a")
+    ]
+    assert of == ["squared(x)'"] * 2 + ["squared(x)"] * 2
+
+
 def _one_label_per_value(explanation: Explanation) -> None:
     """Within the function body, and within each iteration, no two assignments share a label."""
     seen: dict[tuple[Any, ...], set[str]] = {}
