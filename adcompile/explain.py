@@ -364,6 +364,7 @@ class _Event:
     visible: bool = True
     operation: Operation | None = None
     taken: bool = False
+    roots: list[str] = field(default_factory=list)  # by argument (copy: the source)
 
 
 class _Interpreter:
@@ -396,6 +397,11 @@ class _Interpreter:
         self.runs: dict[int, int] = {}
         self.quiet = 0  # inside a user rule's forward body: values only, no steps
         self.flag_tests: set[str] = set()  # tests that read only jump flags: not shown
+        # Which value each name holds, counted by definition; an unshown copy (a conditional
+        # expression's arm, a join, a loop's header) holds its source's, and contributions
+        # to either add up to one adjoint. (Names are reused by each iteration: values not.)
+        self.roots: dict[str, str] = {}
+        self.definitions = 0
         self.strip = re.compile(rf"\b(?:{re.escape(core.math_alias)}|math)\.")
 
     # ----- names -----------------------------------------------------------------------
@@ -553,6 +559,7 @@ class _Interpreter:
         expr = fill_placeholders(stmt.render, [clone(lb) for lb in labels])
         numbers = self.text(fill_placeholders(stmt.render, [_number_node(v) for v in values]))
         self.env[stmt.target] = result
+        self._define(stmt.target)
         shown = self.text(expr)
         if self.is_temporary(stmt.target):
             label = self._temporary_label(stmt.target, expr)
@@ -569,11 +576,11 @@ class _Interpreter:
         operation = self._operation("apply", formula, target, result, stmt.line)
         operation.operands = [self.operand(a, v) for a, v in zip(stmt.args, values, strict=True)]
         self.producers[stmt.target] = Operand(operation.index, target)
-        self.events.append(
-            _Event(
-                "apply", stmt, list(self.loops), values, labels, result, target, operation=operation
-            )
+        event = _Event(
+            "apply", stmt, list(self.loops), values, labels, result, target, operation=operation
         )
+        event.roots = [self.root(a) for a in stmt.args]
+        self.events.append(event)
 
     def jump_of(self, name: str) -> str | None:
         """The jump whose flag ``name`` is (``"break"``...), else None."""
@@ -604,6 +611,10 @@ class _Interpreter:
             self.labels[stmt.target] = ast.Name(id=target, ctx=ast.Load())
         # Copies the lowering adds (loop headers, merges of branches) read `x = x`: not shown.
         visible = target != source_text and not (is_unbound_placeholder(stmt.source))
+        if not visible and isinstance(stmt.source, Var):
+            self.roots[stmt.target] = self.root(stmt.source)
+        else:
+            self._define(stmt.target)
         if visible:
             numbers = format_number(value)
             self._record("assign", stmt, target, f"{target} = {source_text}", numbers, value)
@@ -612,9 +623,19 @@ class _Interpreter:
         self.producers[stmt.target] = self.operand(stmt.source, value)
         if isinstance(stmt.source, Var) and stmt.source.name in self.producers:
             self.producers[stmt.target].text = target
-        self.events.append(
-            _Event("copy", stmt, list(self.loops), [value], [label], value, target, visible)
-        )
+        event = _Event("copy", stmt, list(self.loops), [value], [label], value, target, visible)
+        event.roots = [self.root(stmt.source)]
+        self.events.append(event)
+
+    def _define(self, name: str) -> None:
+        self.definitions += 1
+        self.roots[name] = f"{name}#{self.definitions}"
+
+    def root(self, atom: Atom) -> str:
+        """Which value ``atom`` holds, through unshown copies ('' for a constant)."""
+        if not isinstance(atom, Var):
+            return ""
+        return self.roots.get(atom.name, atom.name)  # a parameter has one value
 
     def _evaluate(self, expr: ast.expr) -> Any:
         return eval(_compiled(expr), {**self.namespace, "__builtins__": __builtins__}, self.env)
@@ -631,6 +652,7 @@ class _Interpreter:
 
     def opaque(self, stmt: Opaque) -> None:
         value = self._evaluate(stmt.expr)
+        self._define(stmt.target)
         if stmt.unbound is not None:  # a read Python would refuse on this path: no row
             if value:
                 raise UnboundLocalError(unbound_message(stmt.unbound))
@@ -689,6 +711,7 @@ class _Interpreter:
                 if index is _DONE:
                     break
                 self.env[stmt.index] = index
+                self._define(stmt.index)
                 # In the executed graph, the index is a constant of each iteration: `i = 2`.
                 if self._counter_of_items(stmt):  # `for v in xs`: `v = xs[2]`, no `k` of ours
                     self.labels[stmt.index] = _number_node(index)
@@ -789,6 +812,7 @@ class _Interpreter:
     def backward(self) -> dict[str, float]:
         self.adjoints: dict[str, float] = {}
         self.uses: dict[str, list[tuple[float, int | None]]] = {}
+        self.contributions: dict[str, int] = {}  # by root: to the value and its copies
         output = self.core.output
         if self.activity.active(output):
             self.adjoints[output] = 1.0
@@ -901,12 +925,17 @@ class _Interpreter:
             return self.text(label)
         return self.display(name)
 
-    def _give(self, name: str, value: float, line: int | None) -> bool:
-        """Add a contribution to ``name``'s adjoint; True if it adds to an earlier one."""
+    def _give(self, name: str, value: float, line: int | None, root: str = "") -> bool:
+        """Add a contribution to ``name``'s adjoint; True if it adds to an earlier one, to
+        the name or to another copy of its value (``root``; a copy's uses pass on to it)."""
         accumulates = name in self.uses
         self.adjoints[name] = self.adjoints.get(name, 0.0) + value if accumulates else value
         self.uses.setdefault(name, []).append((value, line))
-        return accumulates
+        if not root:
+            return accumulates
+        earlier = self.contributions.get(root, 0)
+        self.contributions[root] = earlier + 1
+        return accumulates or earlier > 0
 
     def _backward_copy(self, event: _Event) -> None:
         stmt = event.stmt
@@ -917,7 +946,7 @@ class _Interpreter:
         if g is None or not isinstance(source, Var) or not self.activity.active(source.name):
             return
         line, where = _line_parts(stmt.line)
-        accumulates = self._give(source.name, g, line)
+        accumulates = self._give(source.name, g, line, event.roots[0])
         if not event.visible:
             return
         target = self.text(event.labels[0])
@@ -974,7 +1003,7 @@ class _Interpreter:
             contribution = local.evaluate(g)
             if event.operation is not None:
                 event.operation.operands[i].adjoint = contribution
-            accumulates = self._give(atom.name, contribution, line)
+            accumulates = self._give(atom.name, contribution, line, event.roots[i])
             target = self.text(event.labels[i])
             mark = "+=" if accumulates else "="
             of_name = ast.Name(id=of, ctx=ast.Load())

@@ -112,6 +112,54 @@ def test_a_reused_variable_shows_the_accumulation():
     assert explanation.gradient == {"x": 16.0, "y": 4.0}
 
 
+def chooses_a_or_y(x, y):
+    a = x * y
+    return (a if x > 0 else y) + a
+
+
+def steps_by_a_chosen_factor(x, a):
+    for _ in range(3):
+        x = x - 0.1 * (x if x > 0 else a) * x
+    return x
+
+
+def test_a_contribution_through_a_conditional_expression_adds_on():
+    """The arm `a` of `a if x > 0 else y` is the value `a`: its contribution says `+=` when
+    another came first (it said `=`, with `accumulates` false, beside the sum of two uses)."""
+    explanation = explain(chooses_a_or_y, 2.0, 3.0)
+    rows = [
+        (s.formula, s.accumulates)
+        for s in explanation.steps
+        if s.target == "a" and s.sweep == "backward"
+    ]
+    assert rows == [
+        ("dchooses_a_or_y/da = dchooses_a_or_y/dchooses_a_or_y * 1", False),
+        ("dchooses_a_or_y/da += dchooses_a_or_y/dchooses_a_or_y * 1", True),
+        ("dchooses_a_or_y/da", False),  # the sum of the two
+    ]
+    _contributions_add_up(explanation)
+
+
+@pytest.mark.parametrize("x", [1.5, -1.5])
+def test_each_iteration_adds_an_arms_contribution_to_that_iterations_value(x):
+    explanation = explain(steps_by_a_chosen_factor, x, 2.0)
+    marks: dict[int, list[bool]] = {}
+    for step in explanation.steps:
+        if step.kind == "adjoint" and step.target == "x" and step.loops:
+            marks.setdefault(step.loops[0].iteration, []).append(step.accumulates)
+    expected = [False, True, True] if x > 0 else [False, True]
+    assert marks == {3: expected, 2: expected, 1: expected}
+    _contributions_add_up(explanation)
+
+
+def _contributions_add_up(explanation: Explanation) -> None:
+    """Every contribution after a value's first says `+=`, and only those: a sum of k uses
+    follows k - 1 of them."""
+    adding = sum(1 for s in explanation.steps if s.kind == "adjoint" and s.accumulates)
+    later = sum(len(s.terms or []) - 1 for s in explanation.steps if s.kind == "sum")
+    assert adding == later, (adding, later)
+
+
 # --- labels: one value, one label ----------------------------------------------------------------
 def swapped(x, y):
     a, b = x, y
@@ -635,6 +683,7 @@ def test_straight_line_corpus_matches_grad(name):
     _numbers_agree(explanation)
     _uses_read_the_variable(explanation, fn)
     _one_label_per_value(explanation)
+    _contributions_add_up(explanation)
 
 
 CONTROL_FLOW = [
@@ -653,6 +702,7 @@ def test_control_flow_corpus_matches_grad(fn, point, wrt):
     _numbers_agree(explanation)
     _uses_read_the_variable(explanation, fn)
     _one_label_per_value(explanation)
+    _contributions_add_up(explanation)
 
 
 # --- the forms ---------------------------------------------------------------------------------
