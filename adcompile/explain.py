@@ -606,11 +606,11 @@ class _Interpreter:
             self.labels[stmt.target] = label  # the value keeps its label (`x'`)
             target = source_text
         else:
-            unbound = is_unbound_placeholder(stmt.source)  # never read: no version of its own
-            target = self.display(stmt.target) if unbound else self._new_version(stmt.target)
+            placeholder = self._placeholder(stmt)  # never read as a number: no version of its own
+            target = self.display(stmt.target) if placeholder else self._new_version(stmt.target)
             self.labels[stmt.target] = ast.Name(id=target, ctx=ast.Load())
         # Copies the lowering adds (loop headers, merges of branches) read `x = x`: not shown.
-        visible = target != source_text and not (is_unbound_placeholder(stmt.source))
+        visible = target != source_text and not self._placeholder(stmt)
         if not visible and isinstance(stmt.source, Var):
             self.roots[stmt.target] = self.root(stmt.source)
         else:
@@ -626,6 +626,14 @@ class _Interpreter:
         event = _Event("copy", stmt, list(self.loops), [value], [label], value, target, visible)
         event.roots = [self.root(stmt.source)]
         self.events.append(event)
+
+    def _placeholder(self, stmt: Copy) -> bool:
+        """Whether a copy binds a value no row shows as a number: UNBOUND, or the None that a
+        generator's ``min``/``max`` starts its running value from (``acc = None``)."""
+        if is_unbound_placeholder(stmt.source):
+            return True
+        none = isinstance(stmt.source, Const) and stmt.source.value is None
+        return none and self.core.names is not None and self.core.names.is_internal(stmt.target)
 
     def _define(self, name: str) -> None:
         self.definitions += 1
@@ -752,7 +760,7 @@ class _Interpreter:
         before the loop (``x``) and what the iteration assigns counts on from there (``x'``).
         One first bound in the loop starts unprimed, unless the iteration reads what the
         last one left in it before assigning it (``x = x + t``, then ``t' = ...``)."""
-        carried = self._carried_in(stmt)
+        carried = self._carried_in(stmt) - self._placeholders_carried(stmt)
         for shown in assigned:
             if shown in at_entry:
                 self.versions[shown] = at_entry[shown]
@@ -774,6 +782,17 @@ class _Interpreter:
             if latest is not None and latest != before.get(shown):  # assigned in the loop
                 self.versions[shown] = latest[0]
                 self.labels[header] = ast.Name(id=shown + _primes(latest[0]), ctx=ast.Load())
+
+    def _placeholders_carried(self, stmt: Loop) -> set[str]:
+        """The carried variables that hold no value an explanation showed (a generator's
+        ``min`` whose filter took no item yet): the next value is their first."""
+        names = self.core.names
+        return {
+            self.display(h)
+            for h in stmt.headers
+            if self.env.get(h) is ...
+            or (self.env.get(h) is None and names is not None and names.is_internal(h))
+        }
 
     def _carried_in(self, stmt: Loop) -> set[str]:
         """The shown names of the variables whose value an iteration may read before it

@@ -155,8 +155,8 @@ class _StaticGraph:
             elif isinstance(stmt, Copy):
                 self.copy(stmt, graph, edge_label)
             elif isinstance(stmt, Opaque):
-                # The compiler's `len(range(n)) > 0` is drawn as what it asks.
-                shown = _LOOP_RAN if stmt.hidden else self.text(stmt.expr)
+                # The compiler's own tests (`len(range(n)) > 0`) are drawn as what they ask.
+                shown = stmt.hidden or self.text(stmt.expr)
                 self.labels[stmt.target] = ast.Name(id=shown, ctx=ast.Load())
             elif isinstance(stmt, If):
                 self.branch(stmt, graph)
@@ -264,9 +264,6 @@ class _StaticGraph:
                 self.graph.edge(self.producers[bound.name], node, style="dotted")
         self.producers[stmt.index] = node
         self.labels[stmt.index] = _name(name)
-
-
-_LOOP_RAN = "the loop ran"
 
 
 def _name(text: str) -> ast.Name:

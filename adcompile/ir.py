@@ -157,9 +157,10 @@ class Opaque:
     no_rule: Exception | None = None
     effect: bool = False
     unbound: str | None = None
-    # A test the compiler adds for its own bookkeeping (did a loop run?), which explanations
-    # and graphs do not show, nor the branch it decides.
-    hidden: bool = False
+    # A test the compiler adds for its own bookkeeping (did a loop run? is this a min's
+    # first item?): explanations show no row for it, nor the branch it decides, and graphs
+    # draw it as this text.
+    hidden: str = ""
 
 
 @dataclass

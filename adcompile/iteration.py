@@ -237,9 +237,13 @@ class IterationRewriter:
     def reduction(self, call: ast.Call, kind: str) -> tuple[list[ast.stmt], str, set[str]]:
         """Statements computing ``sum``/``min``/``max`` of a comprehension into a new name."""
         comprehension = copy.deepcopy(call.args[0])  # the parsed tree is shared: never mutate it
-        # The running sum is shown as `sum' = sum + w * x`; min and max keep `acc`, since
-        # `min(min, ...)` would read as a call of the name.
-        acc = self.names.fresh_internal("acc", "sum" if kind == "sum" else None)
+        # The running sum is shown as `sum' = sum + w * x`, a running max as `largest' =
+        # max(largest, w * x)` (`max(max, ...)` would read as a call of the name). A name of
+        # the user's is not taken for a label (`sum` is: the call reads the builtin).
+        label = _RUNNING_LABELS[kind]
+        if label != kind and label in self.names.taken:
+            label = None
+        acc = self.names.fresh_internal("acc", label)
         renames: dict[str, str] = {}
         new_locals = {acc}
         start = ast.Constant(value=0 if kind == "sum" else None)
@@ -270,6 +274,9 @@ class IterationRewriter:
         first = ast.Compare(left=_name(acc), ops=[ast.Is()], comparators=[ast.Constant(None)])
         both = builtin_call(kind, _name(acc), element)
         return ast.IfExp(test=first, body=element, orelse=both)
+
+
+_RUNNING_LABELS = {"sum": "sum", "max": "largest", "min": "smallest"}
 
 
 def _target_names(target: ast.expr, rewriter: IterationRewriter) -> list[str]:

@@ -749,7 +749,7 @@ class Lowerer(ArrayLowering):
         count = builtin_call("len", builtin_call("range", *[atom_expr(b) for b in bounds]))
         test = ast.Compare(left=count, ops=[ast.Gt()], comparators=[ast.Constant(value=0)])
         reads = frozenset(b.name for b in bounds if isinstance(b, Var))
-        self.block.append(Opaque(ran, test, reads, line, hidden=True))
+        self.block.append(Opaque(ran, test, reads, line, hidden="the loop ran"))
         return ran
 
     def _index_after_loop(self, index: str, ran: str, old_value: Atom, line: int) -> None:
@@ -1000,7 +1000,10 @@ class Lowerer(ArrayLowering):
         fail = builtin_call(kind, ast.Tuple(elts=[], ctx=ast.Load()))
         check = ast.IfExp(test=empty, body=fail, orelse=ast.Constant(None))
         target = self.names.numbered("check")
-        self.block.append(Opaque(target, check, frozenset(reads), line, effect=True))
+        empty_text = "the sequence is empty"
+        self.block.append(
+            Opaque(target, check, frozenset(reads), line, effect=True, hidden=empty_text)
+        )
 
     def _empty_check_kind(self, expr: ast.expr) -> str | None:
         """``min``/``max`` for the statement ``_check_not_empty`` writes, else None."""
@@ -1014,13 +1017,25 @@ class Lowerer(ArrayLowering):
 
     def _expr_IfExp(self, node: ast.IfExp, target: str) -> None:
         cond = self.names.numbered("cond")
-        self._opaque(node.test, cond)
+        self._opaque(node.test, cond, hidden=self._first_item_test(node.test))
         body = self._sub_block(lambda: self._lower_into(node.body, target))
         from_body = self.tree_aliases.pop(target, None)
         orelse = self._sub_block(lambda: self._lower_into(node.orelse, target))
         if self.tree_aliases.get(target) != from_body:  # `A if c else B`: either parameter,
             self.tree_aliases.pop(target, None)  # so `target[0]` indexes the value, not B
         self.block.append(If(cond, body, orelse, node.lineno))
+
+    def _first_item_test(self, test: ast.expr) -> str:
+        """What graphs call ``acc is None`` in a generator's ``min``/``max`` (its first
+        item, before which the running value is None), else "" (a test of the user's)."""
+        if not (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)):
+            return ""
+        if not self.names.is_internal(test.left.id) or not isinstance(test.ops[0], ast.Is):
+            return ""
+        none = test.comparators[0]
+        return (
+            "it is the first item" if isinstance(none, ast.Constant) and none.value is None else ""
+        )
 
     def _sub_block(self, lower: Callable[[], None]) -> list[Stmt]:
         outer, self.block = self.block, []
@@ -1583,7 +1598,9 @@ class Lowerer(ArrayLowering):
         return in_module or (name in NONDIFF_BUILTINS and getattr(builtins, name) is value)
 
     # ----- values with no derivative -----------------------------------------------------
-    def _opaque(self, node: ast.expr, target: str, no_rule: Exception | None = None) -> None:
+    def _opaque(
+        self, node: ast.expr, target: str, no_rule: Exception | None = None, hidden: str = ""
+    ) -> None:
         flags: list[str] = []
         if not self.in_loop_test and self._needs_own_path(node):  # (a `while` test is
             # evaluated again each time round.) A copy: the parsed tree is cached and shared.
@@ -1591,7 +1608,8 @@ class Lowerer(ArrayLowering):
         rewritten, reads = self._rewrite_opaque(node)
         for flag in flags:  # read only here: forgotten, so no later merge copies them
             self.env.pop(flag, None)
-        self.block.append(Opaque(target, rewritten, frozenset(reads), node.lineno, no_rule))
+        line = node.lineno
+        self.block.append(Opaque(target, rewritten, frozenset(reads), line, no_rule, hidden=hidden))
 
     def _hoisted_short_circuits(self, node: ast.expr, flags: list[str]) -> ast.expr:
         """A test whose `and`/`or` or conditional expression guards a call of the user's

@@ -361,6 +361,45 @@ def test_loops_over_items_and_sums_show_no_names_of_the_compilers():
     assert explanation.gradient["x"] == pytest.approx(6.0)
 
 
+def largest_and_smallest(x, ws):
+    return max(w * x for w in ws) - min(x * v for v in ws if v > 0)
+
+
+def test_a_generators_running_max_and_min_are_largest_and_smallest():
+    """They showed as `acc`, with rows `acc = None` and `acc is None` for the compiler's test
+    of the first item; a filter that skipped the first item primed the first value."""
+    explanation = explain(largest_and_smallest, 2.0, (-1.0, 3.0, 2.0), wrt="x")
+    formulas = _formulas(explanation)
+    assert formulas.count("largest = w * x") == 1
+    assert formulas.count("largest' = max(largest, w * x)") == 2
+    assert formulas.count("smallest = x * v") == 1  # the filter skipped -1.0
+    assert formulas.count("smallest' = min(smallest, x * v)") == 1
+    text = str(explanation)
+    assert not re.search(r"\bacc\b|None|max\(\(\)\)|min\(\(\)\)", text), text
+    _contributions_add_up(explanation)
+    assert explanation.gradient["x"] == pytest.approx(3.0 - 2.0)
+
+
+def keeps_a_largest_of_its_own(x, ws):
+    largest = x
+    return largest * max(w * x for w in ws)
+
+
+def test_a_running_max_does_not_take_the_label_of_a_users_variable():
+    explanation = explain(keeps_a_largest_of_its_own, 2.0, (1.0, 3.0), wrt="x")
+    formulas = _formulas(explanation)
+    assert "largest = x" in formulas and "acc' = max(acc, w * x)" in formulas
+    _one_label_per_value(explanation)
+
+
+def test_graphs_draw_the_first_item_test_as_what_it_asks():
+    from adcompile.graph import static_graph
+    from adcompile.source import load_function
+
+    source = static_graph(load_function(largest_and_smallest)).source
+    assert "if it is the first item" in source and "is None" not in source
+
+
 def helper_returning_early(a):
     if a > 3.0:
         return a
