@@ -414,7 +414,10 @@ class _Interpreter:
         return self.strip.sub("", ast.unparse(expr))
 
     def is_temporary(self, name: str) -> bool:
-        return name in self.core.temporaries
+        """Whether ``name`` is shown as the value it holds (``w * x``), not by a name."""
+        names = self.core.names
+        shown_as_value = names is not None and name in names.shown_as_value
+        return name in self.core.temporaries or shown_as_value
 
     def _new_version(self, name: str) -> str:
         """The label of a new value of a variable: ``x``, and ``x'``, ``x''``... for each
@@ -684,6 +687,8 @@ class _Interpreter:
         else:
             target = self._new_version(stmt.target)
         self.labels[stmt.target] = ast.Name(id=target, ctx=ast.Load())
+        if target == shown == numbers == format_number(value):  # a constant as it is: no row
+            return
         formula = shown if target == shown else f"{target} = {shown}"
         self._record("assign", stmt, target, formula, numbers, value)
 

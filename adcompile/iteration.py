@@ -92,7 +92,9 @@ class IterationRewriter:
         for item in items:
             names.append(self.names.fresh_internal("item"))
             prelude.append(_located(_assign(names[-1], item), item))
+        self.names.shown_as_value.update(names)
         counter = self.names.fresh_internal("k")
+        self.names.item_counters.add(counter)
         chosen: ast.expr = _name(names[-1])
         for position in range(len(names) - 2, -1, -1):
             test = ast.Compare(_name(counter), [ast.Eq()], [ast.Constant(value=position)])
@@ -126,6 +128,7 @@ class IterationRewriter:
         ]
         if start is not None:  # enumerate(seq, start): the index is the count plus start
             first = self.names.fresh_internal("start")
+            self.names.shown_as_value.add(first)  # `i = 0 + 1`, not `i = 0 + start`
             prelude.append(_located(_assign(first, start), start))
             count = ast.BinOp(left=_name(counter), op=ast.Add(), right=_name(first))
             body.insert(0, _located(_assign(index_target, count), stmt))
@@ -228,6 +231,7 @@ class IterationRewriter:
                 names.append(seq.id)
                 continue
             name = self.names.fresh_internal("seq")
+            self.names.shown_as_value.add(name)  # `row = X[0]`, not `row = seq[0]`
             prelude.append(_located(_assign(name, seq), seq))
             names.append(name)
             new_locals.add(name)

@@ -1017,7 +1017,7 @@ class Lowerer(ArrayLowering):
 
     def _expr_IfExp(self, node: ast.IfExp, target: str) -> None:
         cond = self.names.numbered("cond")
-        self._opaque(node.test, cond, hidden=self._first_item_test(node.test))
+        self._opaque(node.test, cond, hidden=self._item_test(node.test))
         body = self._sub_block(lambda: self._lower_into(node.body, target))
         from_body = self.tree_aliases.pop(target, None)
         orelse = self._sub_block(lambda: self._lower_into(node.orelse, target))
@@ -1025,17 +1025,20 @@ class Lowerer(ArrayLowering):
             self.tree_aliases.pop(target, None)  # so `target[0]` indexes the value, not B
         self.block.append(If(cond, body, orelse, node.lineno))
 
-    def _first_item_test(self, test: ast.expr) -> str:
-        """What graphs call ``acc is None`` in a generator's ``min``/``max`` (its first
-        item, before which the running value is None), else "" (a test of the user's)."""
+    def _item_test(self, test: ast.expr) -> str:
+        """What graphs call a test of the compiler's that picks an item: ``acc is None`` in
+        a generator's ``min``/``max`` (before its first item the running value is None), ``k
+        == 1`` in ``for t in (x, y)``; else "" (a test of the user's)."""
         if not (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)):
             return ""
-        if not self.names.is_internal(test.left.id) or not isinstance(test.ops[0], ast.Is):
+        name, op, right = test.left.id, test.ops[0], test.comparators[0]
+        if not self.names.is_internal(name) or not isinstance(right, ast.Constant):
             return ""
-        none = test.comparators[0]
-        return (
-            "it is the first item" if isinstance(none, ast.Constant) and none.value is None else ""
-        )
+        if isinstance(op, ast.Is) and right.value is None:
+            return "it is the first item"
+        if isinstance(op, ast.Eq) and name in self.names.item_counters:
+            return f"it is item {right.value + 1}"
+        return ""
 
     def _sub_block(self, lower: Callable[[], None]) -> list[Stmt]:
         outer, self.block = self.block, []

@@ -60,6 +60,10 @@ class NameTable:
         self.internal: set[str] = set()
         # What explanations call some of them (a generator's running sum: ``sum``).
         self.labels: dict[str, str] = {}
+        # Those explanations show as the value they hold (the items of ``for t in (x, y *
+        # 2)``: ``t = x``, ``t = y * 2``), and the counters whose tests pick one of them.
+        self.shown_as_value: set[str] = set()
+        self.item_counters: set[str] = set()
         # The internal flags that stand for a jump (``returned`` -> "return", ``broke`` ->
         # "break", ``skip`` -> "continue"): explanations show the jump, not the flag.
         self.jumps: dict[str, str] = {}

@@ -400,6 +400,59 @@ def test_graphs_draw_the_first_item_test_as_what_it_asks():
     assert "if it is the first item" in source and "is None" not in source
 
 
+def squares_of_three(x, y):
+    s = 0.0
+    for t in (x, y, x * y):
+        s = s + t * t
+    return s
+
+
+def counts_from(x, n):
+    s = 0.0
+    for i, w in enumerate((1.0, 2.0), n - 1):
+        s += i * w * x
+    return s
+
+
+def rebinds_its_sequence(x, ws):
+    s = 0.0
+    for w in ws:
+        ws = [2.0, 3.0]
+        s = s + w * x
+    return s
+
+
+def test_loops_over_literal_tuples_enumerate_and_rebound_sequences_show_the_values():
+    """They showed the compiler's names: `item = x` and `t = item` picked by `0 == 0` tests,
+    `start = 1` and `i = 0 + start`, `seq = ws` and `w = seq[0]`."""
+    tuple_loop = explain(squares_of_three, 2.0, 3.0)
+    formulas = _formulas(tuple_loop)
+    assert [f for f in formulas if f.startswith("t =")] == ["t = x", "t = y", "t = x * y"]
+    backward = [s.formula for s in tuple_loop.steps if s.sweep == "backward"]
+    assert "dsquares_of_three/d(x * y) = dsquares_of_three/dt" in backward
+    assert "dsquares_of_three/dy = dsquares_of_three/dt" in backward
+    assert tuple_loop.gradient == pytest.approx(
+        {"x": 4.0 + 2 * 6.0 * 3.0, "y": 6.0 + 2 * 6.0 * 2.0}
+    )
+    counted = explain(counts_from, 2.0, 3, wrt="x")
+    assert "i = 0 + (n - 1)" in _formulas(counted)
+    rebound = explain(rebinds_its_sequence, 2.0, [1.0, 5.0], wrt="x")
+    assert "w = ws[1]" in _formulas(rebound)
+    for explanation in (tuple_loop, counted, rebound):
+        formulas = "\n".join(step.formula for step in explanation.steps)
+        assert not re.search(r"\b(?:item|start|seq|k)\b|\d == \d", formulas), formulas
+        _contributions_add_up(explanation)
+        _one_label_per_value(explanation)
+
+
+def test_graphs_draw_the_item_tests_as_what_they_ask():
+    from adcompile.graph import static_graph
+    from adcompile.source import load_function
+
+    source = static_graph(load_function(squares_of_three)).source
+    assert "if it is item 1" in source and "if it is item 2" in source and "==" not in source
+
+
 def helper_returning_early(a):
     if a > 3.0:
         return a
@@ -814,7 +867,7 @@ def test_json_of_nan_gradients_and_sequence_values_validates(tmp_path):
         "def power(x, p):\n    return x ** p\n\n\n"
         "def weighted(x, ws):\n    s = 0.0\n    for w in ws:\n        s = s + w * x\n"
         "    return s\n\n\n"
-        "def horner(x):\n    s = 0.0\n    for i in reversed(range(1, 5)):\n"
+        "def horner(x, n):\n    s = 0.0\n    for i in reversed(range(1, n)):\n"
         "        s = s * x + i\n    return s\n\n\n"
         "def pairs(x, data, mode):\n    s = 0.0\n    for a, b in data:\n"
         "        s = s + a * x + b\n    return s if mode == 'sum' else -s\n",
@@ -825,7 +878,7 @@ def test_json_of_nan_gradients_and_sequence_values_validates(tmp_path):
     sequence = json.loads(explain(module.weighted, 1.5, (1.0, 2.0), wrt="x").to_json())
     _check(sequence, JSON_SCHEMA)
     assert sequence["point"]["ws"] == [1.0, 2.0] and sequence["gradient"] == {"x": 3.0}
-    looped_range = json.loads(explain(module.horner, 0.5).to_json())  # a range value
+    looped_range = json.loads(explain(module.horner, 0.5, 5, wrt="x").to_json())  # a range
     _check(looped_range, JSON_SCHEMA)
     assert [1, 2, 3, 4] in [step["value"] for step in looped_range["steps"]]
     assert looped_range["gradient"]["x"] == pytest.approx(12.0 * 0.5**2 + 6.0 * 0.5 + 2.0)
@@ -1067,7 +1120,8 @@ def test_the_output_is_told_apart_from_a_variable_of_the_same_name(named):
 
 
 def test_a_parameter_named_like_a_builtin_stays_out_of_the_builtins_numbers(named):
-    step = next(s for s in explain(named.counts, 1.1, 0.5).steps if s.formula == "len(seq)")
+    steps = explain(named.counts, 1.1, 0.5).steps
+    step = next(s for s in steps if s.formula == "len((1.0, 2.0))")
     assert step.numbers == "len((1.0, 2.0))" and step.value == 2
 
 
