@@ -15,7 +15,7 @@ import math
 import operator
 import types
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from . import messages
 from .aliasing import OwnedArrays, shared_name
@@ -816,6 +816,8 @@ class Lowerer(ArrayLowering):
         if not isinstance(value, _TUPLE_LIST):
             if self.array_mode and self._unpack_tree(target, value):
                 return
+            if self._unpack_call(target, value):
+                return
             said = messages.UNPACK_CALL if isinstance(value, ast.Call) else None
             raise self._error(UnsupportedSyntaxError, value, said or messages.UNPACK_NON_LITERAL)
         for elt in target.elts:
@@ -936,6 +938,10 @@ class Lowerer(ArrayLowering):
     _expr_List = _expr_Tuple
 
     def _expr_Subscript(self, node: ast.Subscript, target: str) -> None:
+        picked = self._picked_from_call(node)
+        if picked is not None:  # `polar(x, y)[1]`: the one value
+            self.block.append(Copy(target, Var(picked), node.lineno))
+            return
         if self.array_mode:
             self._array_subscript(node, target)
             return
@@ -1055,7 +1061,9 @@ class Lowerer(ArrayLowering):
             return
         local = self._local_function(node.func)
         if local is not None:
+            start = len(self.block)
             self._inline(node, target, local)
+            self._place_tuple_refusal(node, target, None, local, start)
             return
         if self.array_mode and isinstance(node.func, ast.Attribute) and self._on_local(node.func):
             self._method_call(node, target)
@@ -1135,6 +1143,61 @@ class Lowerer(ArrayLowering):
             # called, in the caller's file.
             raise self._error(UnsupportedSyntaxError, call, exc.message) from None
 
+    def _tuple_call(self, node: ast.expr) -> _TupleCall | None:
+        """A call of the user's function (inlined: no rule of its own) whose body ends in
+        ``return a, b, ...``; else None."""
+        if not isinstance(node, ast.Call) or not isinstance(node.func, _NAME_ATTRIBUTE):
+            return None
+        fs, callee = self._local_function(node.func), None
+        if fs is None:
+            try:
+                callee, _ = self._callee(node.func)
+                fs = _user_function_source(callee)
+            except AdcompileError:
+                return None  # said where the call is lowered as a value
+            if fs is None or self.rules.lookup(callee, len(fs.param_names())) is not None:
+                return None
+            refuse_differentiating_again(callee)
+        count = _final_tuple_length(self._function_body(fs.node))
+        return _TupleCall(node, fs, count, callee) if count else None
+
+    def _call_into_names(self, found: _TupleCall) -> list[str]:
+        """Inline a call found by ``_tuple_call``: a temporary for each value it returns."""
+        names = [self.names.numbered("t") for _ in range(found.count)]
+        self.temporaries.update(names)
+        start = len(self.block)
+        self._inline(found.call, names, found.fs)
+        for name in names:  # value_and_grad's partials: a tuple, said at the call
+            self._place_tuple_refusal(found.call, name, found.callee, found.fs, start)
+        return names
+
+    def _unpack_call(self, target: ast.Tuple | ast.List, value: ast.expr) -> bool:
+        """``r, theta = polar(x, y)``: each name one of the values; False if ``value`` is
+        not a call of the user's function ending in ``return a, b``."""
+        found = self._tuple_call(value)
+        if found is None:
+            return False
+        for elt in target.elts:
+            self._check_name_target(elt)
+        if len(target.elts) != found.count:
+            message = messages.unpack_call_count(found.fs.name, found.count, len(target.elts))
+            raise self._error(UnsupportedSyntaxError, target, message)
+        values = self._call_into_names(found)
+        for elt, name in zip(target.elts, values, strict=True):
+            self._bind_atom(elt.id, Var(name), target.lineno)
+        return True
+
+    def _picked_from_call(self, node: ast.Subscript) -> str | None:
+        """``polar(x, y)[1]`` (a constant index in range): the name holding that value."""
+        index = _constant_int(node.slice)
+        found = self._tuple_call(node.value)
+        if index is None or found is None:
+            return None
+        if not -found.count <= index < found.count:  # Python's IndexError, said here
+            message = messages.tuple_index_out_of_range(found.fs.name, found.count, index)
+            raise self._error(UnsupportedSyntaxError, node.slice, message)
+        return self._call_into_names(found)[index]
+
     def _call_user_function(
         self, node: ast.Call, target: str, callee: object, fs: FunctionSource
     ) -> None:
@@ -1143,19 +1206,24 @@ class Lowerer(ArrayLowering):
         if rule is None:
             start = len(self.block)
             self._inline(node, target, fs)
-            self._place_tuple_refusal(node, target, callee, start)
+            self._place_tuple_refusal(node, target, callee, fs, start)
             return
         # Keywords and defaults bind as for a call without a rule: the rule gets every argument.
         atoms = [self._argument_atom(b, node) for b in bind_arguments(node, fs, self.fs)]
         self._apply_user_rule(node, target, fs, atoms, rule)
 
-    def _place_tuple_refusal(self, call: ast.Call, target: str, callee: object, start: int) -> None:
-        """A generated gradient's tuple of partials (or value and partials) is a value with no
-        derivative: should one be needed, say so at ``call`` in the user's terms, not at
-        the generated code's ``return``. (A test may still read it: `if dh(x, y)[0] > 0:`.)"""
+    def _place_tuple_refusal(
+        self, call: ast.Call, target: str, callee: object, fs: FunctionSource, start: int
+    ) -> None:
+        """A tuple a call returns (a generated gradient's partials, value and partials, or
+        the values of ``return a, b`` held in one name) is a value with no derivative:
+        should one be needed, say so at ``call`` in the user's terms, not at the ``return``.
+        (A test may still read it: `if dh(x, y)[0] > 0:`.)"""
         from .api import tuple_result_refusal  # (api imports this module)
 
-        message = tuple_result_refusal(callee)
+        message = tuple_result_refusal(callee) if callee is not None else None
+        if message is None and _final_tuple_length(self._function_body(fs.node)):
+            message = messages.tuple_held_whole(fs.name)
         if message is None:
             return
         error = self._error(UnsupportedSyntaxError, call, message)
@@ -1193,9 +1261,14 @@ class Lowerer(ArrayLowering):
         apply.tangent_refusal.user_rule = name  # hessian words it for itself
 
     def _inline(
-        self, node: ast.AST, target: str, fs: FunctionSource, atoms: list[Atom] | None = None
+        self,
+        node: ast.AST,
+        target: str | list[str],
+        fs: FunctionSource,
+        atoms: list[Atom] | None = None,
     ) -> None:
-        """Lower the callee's body in place, leaving its return value in ``target``."""
+        """Lower the callee's body in place, leaving its return value in ``target`` (or,
+        given several names, each value of its ``return a, b`` in one)."""
         check_cycle(self.call_chain, fs, node)
         self.inlined[0] += 1
         if self.inlined[0] > MAX_INLINED:  # helpers calling helpers twice: 2**depth bodies
@@ -1206,8 +1279,11 @@ class Lowerer(ArrayLowering):
         if atoms is None:
             bindings = bind_arguments(node, fs, self.fs)
             bound = [(b.param, self._argument_atom(b, node)) for b in bindings]
-            if target in self.temporaries:
-                self._label_call(node, target, bindings, [atom for _, atom in bound])
+            arguments = [atom for _, atom in bound]
+            for i, name in enumerate(target if isinstance(target, list) else [target]):
+                if name in self.temporaries:
+                    index = i if isinstance(target, list) else None
+                    self._label_call(node, name, bindings, arguments, index)
         else:
             bound = list(zip(fs.param_names(), atoms, strict=True))
         outer_scope = self.names.scope
@@ -1232,10 +1308,16 @@ class Lowerer(ArrayLowering):
         self.uses_math |= callee.uses_math
 
     def _label_call(
-        self, call: ast.Call, target: str, bindings: list[Binding], atoms: list[Atom]
+        self,
+        call: ast.Call,
+        target: str,
+        bindings: list[Binding],
+        atoms: list[Atom],
+        index: int | None = None,
     ) -> None:
         """How an explanation shows the value of an inlined call: ``helper(x)``, as written,
-        rather than the callee's returned expression (``helper.a * helper.a``)."""
+        rather than the callee's returned expression (``helper.a * helper.a``); one of the
+        values it returns as ``polar(x, y)[1]``."""
         by_node = {id(b.expr): atom for b, atom in zip(bindings, atoms, strict=True)}
         written = [*call.args, *(keyword.value for keyword in call.keywords)]
         shape = ast.Call(
@@ -1246,6 +1328,8 @@ class Lowerer(ArrayLowering):
                 for i, keyword in enumerate(call.keywords)
             ],
         )
+        if index is not None:
+            shape = ast.Subscript(value=shape, slice=ast.Constant(value=index), ctx=ast.Load())
         self.call_labels[target] = (shape, [by_node[id(expr)] for expr in written])
 
     def _argument_atom(self, binding: Binding, node: ast.Call) -> Atom:
@@ -1261,13 +1345,16 @@ class Lowerer(ArrayLowering):
         where = getattr(binding.default, "node", node)
         raise self._error(UnsupportedSyntaxError, where, message)
 
-    def lower_inline(self, target: str) -> int | None:
-        """Lower this (callee) function's body, its return value going to ``target``.
+    def lower_inline(self, target: str | list[str]) -> int | None:
+        """Lower this (callee) function's body, its return value going to ``target`` (or,
+        given several names, the values of its final ``return a, b`` one to each).
 
         Returns where the statements copying a result gathered after early returns begin in
         the block (they belong to the call's line), or None."""
         body = self._function_body(self.fs.node)
         self.locals = set(self.fs.param_names()) | assigned_names(body)
+        if isinstance(target, list):
+            self._check_single_return(body)
         self._check_returns(body)
         self._check_local_functions(body)
         self._find_unbound_reads(body)
@@ -1286,8 +1373,18 @@ class Lowerer(ArrayLowering):
         if getattr(last, "adcompile_gathered", False):
             self.gathered = last.value.id
         start = len(self.block)
+        if isinstance(target, list):
+            for element, name in zip(last.value.elts, target, strict=True):
+                self._lower_into(element, name)
+            return None
         self._lower_into(last.value, target)
         return start if getattr(last, "adcompile_gathered", False) else None
+
+    def _check_single_return(self, body: list[ast.stmt]) -> None:
+        """A function whose values are unpacked returns them once, at its end."""
+        for ret in returns_in(body):
+            if ret is not body[-1]:
+                raise self._error(UnsupportedSyntaxError, ret, messages.EARLY_RETURN_TUPLE)
 
     def _stmt_FunctionDef(self, stmt: ast.FunctionDef) -> None:
         if stmt.decorator_list:
@@ -1925,6 +2022,36 @@ def _callee_key(func: ast.expr) -> tuple[str, ...] | None:
         return None
     parts.append(func.id)
     return tuple(reversed(parts))
+
+
+@dataclass(frozen=True)
+class _TupleCall:
+    """A call of the user's function that ends in ``return a, b``: its values go to one
+    name each (``callee`` None for a nested function or lambda)."""
+
+    call: ast.Call
+    fs: FunctionSource
+    count: int
+    callee: object
+
+
+def _final_tuple_length(body: list[ast.stmt]) -> int:
+    """How many values a body's final ``return a, b, ...`` gives (0: no such return)."""
+    returned = body[-1].value if body and isinstance(body[-1], ast.Return) else None
+    if not isinstance(returned, ast.Tuple):
+        return 0
+    if any(isinstance(element, ast.Starred) for element in returned.elts):
+        return 0
+    return len(returned.elts)
+
+
+def _constant_int(node: ast.expr) -> int | None:
+    """The int a literal index is (``1``, ``-1``), else None."""
+    negative = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
+    value = node.operand if negative else node
+    if not isinstance(value, ast.Constant) or type(value.value) is not int:
+        return None
+    return -value.value if negative else value.value
 
 
 def _returns_tuple(node: ast.AST) -> bool:

@@ -99,10 +99,30 @@ UNPACK_NON_LITERAL = (
     "assign each name on its own line"
 )
 UNPACK_CALL = (
-    "tuple unpacking is supported only from a literal tuple (`a, b = e1, e2`), not from a "
-    "call: a function returning several values is not supported yet; write one function "
-    "per value (`d1 = d1_of(...)`, `d2 = d2_of(...)`)"
+    "tuple unpacking is supported from a literal tuple (`a, b = e1, e2`) and from a call of "
+    "your own function that ends in `return a, b` (not one with a rule of its own), not from "
+    "this call"
 )
+
+
+def tuple_held_whole(name: str) -> str:
+    """The values of a call ending in ``return a, b`` kept in one name (``p = f(x)``)."""
+    return (
+        f"{name} returns several values, and a tuple held whole carries no derivative: unpack "
+        f"it (`a, b = {name}(...)`) or take one value (`{name}(...)[0]`)"
+    )
+
+
+def unpack_call_count(name: str, count: int, names: int) -> str:
+    """``a, b, c = f(x)`` where ``f`` returns two values."""
+    return f"{name} returns {count} values, and this assignment has {names} names"
+
+
+def tuple_index_out_of_range(name: str, count: int, index: int) -> str:
+    """``f(x)[k]`` past the values ``f`` returns (Python raises IndexError)."""
+    return f"{name} returns {count} values: index {index} is out of range"
+
+
 UNPACK_LENGTH = "the number of names and values in this tuple assignment differ"
 CALL_KEYWORDS = "keyword arguments are not supported in calls here; pass them positionally"
 CALL_STARRED = "`*args` in a call is not supported; pass each argument explicitly"

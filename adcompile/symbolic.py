@@ -332,10 +332,13 @@ class _Executor:
             UnsupportedSyntaxError, last, "the function can end without returning a value"
         )
 
-    def _returned(self, stmt: ast.Return, env: dict[str, Any]) -> sympy.Expr:
+    def _returned(self, stmt: ast.Return, env: dict[str, Any]) -> Any:
         if stmt.value is None:
             raise self.fs.error(UnsupportedSyntaxError, stmt, "return without a value")
-        return self._scalar(self.expr(stmt.value, env), stmt.value)
+        value = self.expr(stmt.value, env)
+        if self.depth > 0 and isinstance(value, tuple):  # a helper's `return r, theta`
+            return tuple(self._scalar(part, stmt.value) for part in value)
+        return self._scalar(value, stmt.value)
 
     def _branch(self, stmt: ast.If, rest: list[ast.stmt], env: dict[str, Any]) -> sympy.Expr:
         sp = self.sp
@@ -498,11 +501,27 @@ class _Executor:
             return self.sp.And(*parts) if isinstance(node.op, ast.And) else self.sp.Or(*parts)
         if isinstance(node, ast.Call):
             return self._call(node, env)
+        if isinstance(node, ast.Subscript):
+            return self._item(node, env)
         raise self.fs.error(
             UnsupportedSyntaxError,
             node,
             f"{type(node).__name__} expressions are not supported by the SymPy reference",
         )
+
+    def _item(self, node: ast.Subscript, env: dict[str, Any]) -> Any:
+        """``polar(x, y)[1]``: one value of a tuple, at a literal index."""
+        value = self.expr(node.value, env)
+        index = self.expr(node.slice, env)
+        if not isinstance(value, tuple) or not (
+            index.is_Integer and -len(value) <= index < len(value)
+        ):
+            raise self.fs.error(
+                UnsupportedSyntaxError,
+                node,
+                "the SymPy reference indexes only tuples, at a literal index in range",
+            )
+        return value[int(index)]
 
     def _constant(self, value: object, node: ast.AST) -> sympy.Basic:
         converted = _sympy_constant(value)

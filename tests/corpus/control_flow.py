@@ -1589,6 +1589,122 @@ ITERATION_FORMS = [
 ]
 
 
+# --- calls of functions returning several values ----------------------------------------------
+
+
+def polar(x, y):
+    r = math.hypot(x, y)
+    return r, math.atan2(y, x)
+
+
+def rotate(x, y, t):
+    c, s = cos(t), sin(t)
+    return c * x - s * y, s * x + c * y
+
+
+def unpack_a_helpers_values(x, y):
+    r, theta = polar(x, y)
+    return r * sin(theta) + theta * x
+
+
+def take_one_value_by_index(x, y):
+    return polar(y, x)[1] * x + polar(x, y)[-2]
+
+
+def rotate_twice(x, y, t):
+    u, v = rotate(x, y, t)
+    u, v = rotate(u, v, 2.0 * t)
+    return u * u + 3.0 * v
+
+
+def unpack_in_branches(x, y):
+    if x > 0:
+        a, b = rotate(x, y, 0.3)
+    else:
+        b, a = rotate(y, x, -0.3)
+    return a * exp(0.5 * b)
+
+
+def unpack_in_a_loop(x, y, n):
+    s = y
+    for _ in range(n):
+        a, b = rotate(x, s, 0.1)
+        s = 0.5 * a + 0.25 * b * b
+    return s
+
+
+def tuple_lambda_and_nested_def(x, y):
+    def square_and_sine(u):
+        return u * u, sin(u)
+
+    s, c = square_and_sine(x)
+    split = lambda a, b: (a + b, a - b)  # noqa: E731
+    p, q = split(s, c * y)
+    return p * q + square_and_sine(y)[1]
+
+
+def swap_pairs(a, b):
+    return b, a
+
+
+def swap_then_polar(x, y):
+    a, b = swap_pairs(x, y)
+    r, t = polar(a + 2.0, b)
+    return r, t
+
+
+def values_through_helpers(x, y):
+    r, t = swap_then_polar(x, y)
+    return r * t
+
+
+TUPLE_RETURNS = [
+    (
+        unpack_a_helpers_values,
+        [{"x": 0.7, "y": 1.3}, {"x": -1.1, "y": 0.4}, {"x": 2.0, "y": -0.6}],
+        None,
+    ),
+    (
+        take_one_value_by_index,
+        [{"x": 0.7, "y": 1.3}, {"x": -1.1, "y": 0.4}, {"x": 2.0, "y": -0.6}],
+        None,
+    ),
+    (
+        rotate_twice,
+        [
+            {"x": 0.5, "y": 2.0, "t": 0.3},
+            {"x": -1.2, "y": 0.4, "t": -0.7},
+            {"x": 1.5, "y": -0.8, "t": 1.1},
+        ],
+        None,
+    ),
+    (
+        unpack_in_branches,
+        [{"x": 0.5, "y": 2.0}, {"x": -1.2, "y": 0.4}, {"x": 1.9, "y": -0.7}],
+        None,
+    ),
+    (
+        unpack_in_a_loop,
+        [
+            {"x": 0.5, "y": 0.2, "n": 3},
+            {"x": -1.2, "y": 0.4, "n": 0},
+            {"x": 0.9, "y": -0.3, "n": 5},
+        ],
+        ("x", "y"),
+    ),
+    (
+        tuple_lambda_and_nested_def,
+        [{"x": 0.5, "y": 2.0}, {"x": -1.2, "y": 0.4}, {"x": 1.9, "y": -0.7}],
+        None,
+    ),
+    (
+        values_through_helpers,
+        [{"x": 0.5, "y": 2.0}, {"x": -1.2, "y": 0.4}, {"x": 1.9, "y": -0.7}],
+        None,
+    ),
+]
+
+
 # --- recursion (rejected by the compiler) ------------------------------------------------------
 
 
@@ -1655,4 +1771,5 @@ GROUPS = {
     "helper_calls": HELPER_CALLS,
     "closures_lambdas": CLOSURES_LAMBDAS,
     "iteration_forms": ITERATION_FORMS,
+    "tuple_returns": TUPLE_RETURNS,
 }
