@@ -172,7 +172,7 @@ def with_loop(x):
 
 
 def with_subscript(x):
-    return [x, x][0]
+    return (x, 2.0 * x)[1 if x > 0 else 0]
 
 
 def with_unknown_call(x):
@@ -299,7 +299,7 @@ def test_static_source_from_a_file(tmp_path: Path) -> None:
     ("fn", "text", "message"),
     [
         (with_loop, "for _ in", "for loops"),
-        (with_subscript, "[x, x][0]", "Subscript"),
+        (with_subscript, "(x, 2.0 * x)[", "indexes only tuples, at a literal index"),
         (with_unknown_call, "math.gamma", "does not know"),
         (with_keywords, "base=2", "positional arguments only"),
         (used_before_set, "y = y + x", "used before it is set"),
