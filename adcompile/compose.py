@@ -90,21 +90,35 @@ def _constants_read(fn: Callable[..., Any], visited: set[int] | None = None) -> 
         stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
     module = getattr(fn, "__globals__", {})
     seen = [(name, module[name]) for name in sorted(names) if name in module]
-    # `helpers.K` after `import helpers`: co_names holds both names, the module and K
-    modules = [(name, value) for name, value in seen if isinstance(value, types.ModuleType)]
-    seen += [
-        (f"{name}.{attr}", getattr(value, attr))
-        for name, value in modules
-        for attr in sorted(names)
-        if attr in vars(value)
-    ]
     if isinstance(fn, types.FunctionType):
         seen += sorted(closure_values(fn).items())
+    seen += _module_attributes(seen, names)
     own = tuple((name, _value_key(value)) for name, value in seen)
     helpers = tuple(
         (name, _constants_read(value, visited)) for name, value in seen if _is_helper(value)
     )
     return own + helpers
+
+
+def _module_attributes(seen: list[tuple[str, object]], names: set[str]) -> list[tuple[str, object]]:
+    """The attributes code may read from the modules among ``seen`` (globals or closure
+    values): ``helpers.K`` after ``import helpers``, and down through submodules,
+    ``pkg.sub.K`` after ``import pkg.sub`` (``co_names`` holds each part's name)."""
+    found: list[tuple[str, object]] = []
+    pending = [(name, value) for name, value in seen if isinstance(value, types.ModuleType)]
+    visited: set[int] = set()
+    while pending:
+        prefix, module = pending.pop(0)
+        if id(module) in visited:
+            continue
+        visited.add(id(module))
+        attributes = vars(module)
+        for attr in sorted(names & attributes.keys()):
+            value = attributes[attr]
+            found.append((f"{prefix}.{attr}", value))
+            if isinstance(value, types.ModuleType):
+                pending.append((f"{prefix}.{attr}", value))
+    return found
 
 
 def _is_helper(value: object) -> bool:

@@ -105,6 +105,22 @@ UNPACK_CALL = (
 )
 
 
+def rule_reads_rebound_name(rule: str, name: str, value: object) -> str:
+    """A rule reading ``max`` (or ``math``...) that its module binds to something else."""
+    meant = {"math": "Python's math module", "np": "NumPy"}.get(name, f"the builtin {name}")
+    if isinstance(value, types.ModuleType):
+        shown = f"the module {value.__name__}"
+    elif hasattr(value, "__qualname__"):
+        shown = f"{getattr(value, '__module__', None) or '?'}.{value.__qualname__}"
+    else:
+        shown = f"a {type(value).__name__}"
+    return (
+        f"the rule for {rule} reads `{name}`, which its module binds to {shown}; a rule is "
+        f"inlined into generated code, where `{name}` is {meant}: rename your `{name}` (or "
+        "write the rule in a module where it is the standard one)"
+    )
+
+
 def tuple_held_whole(name: str) -> str:
     """The values of a call ending in ``return a, b`` kept in one name (``p = f(x)``)."""
     return (

@@ -85,6 +85,54 @@ def test_jvp_and_vjp_compile_again_when_a_module_s_constant_changes(
     assert vjp(user.scaled, 1.0)[1](1.0) == (9.0,)
 
 
+def test_jvp_and_vjp_compile_again_for_a_submodule_or_a_module_in_a_closure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pkg.sub.K` after `import pkg.sub`, and `mod.K` for a module held in a closure, were
+    keyed by the module alone: jvp gave the old value and derivative (3.0 where the function
+    gives 6.0)."""
+    package = tmp_path / "stale_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "sub.py").write_text(
+        "K = 2.0\n\n\ndef g(x):\n    return K * x * x\n\n\ndef other(x):\n    return 10.0 * x\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("stale_pkg", "stale_pkg.sub"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    user = module_from_source(
+        tmp_path,
+        """
+        import stale_pkg.sub
+
+
+        def through_constant(x):
+            return stale_pkg.sub.K * x * x
+
+
+        def through_helper(x):
+            return stale_pkg.sub.g(x) + x
+
+
+        def closing_over(module):
+            def inner(x):
+                return module.K * x
+            return inner
+        """,
+    )
+    sub = sys.modules["stale_pkg.sub"]
+    inner = user.closing_over(sub)
+    assert jvp(user.through_helper, (1.0,), (1.0,)) == (3.0, 5.0)
+    assert vjp(user.through_constant, 1.0)[1](1.0) == (4.0,)
+    assert jvp(inner, (1.0,), (1.0,)) == (2.0, 2.0)
+    sub.K = 5.0
+    assert jvp(user.through_helper, (1.0,), (1.0,)) == (6.0, 11.0)
+    assert vjp(user.through_constant, 1.0)[1](1.0) == (10.0,)
+    assert jvp(inner, (1.0,), (1.0,)) == (5.0, 5.0)
+    sub.g = sub.other
+    assert jvp(user.through_helper, (1.0,), (1.0,)) == (11.0, 11.0)
+
+
 def test_jvp_and_vjp_compile_again_when_a_global_names_another_helper(tmp_path: Path) -> None:
     """The key held numbers only: after `helper = cube`, jvp gave x * x's value and tangent
     and the pullback x * x's cotangent, next to Python's own value of the cube."""

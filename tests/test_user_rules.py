@@ -750,3 +750,45 @@ def test_a_rules_form_is_checked_before_the_names_it_reads(module):
         def unpacks(w, x, result, g):
             a, b = g * x, g * w
             return a, b
+
+
+REBOUND_STANDARD_NAMES = """
+import math
+
+import numpy
+
+
+def max(a, b):
+    return math.log(math.exp(a) + math.exp(b))
+
+
+def bounded(x):
+    return math.tanh(x)
+
+
+def bounded_rule(x, result, g):
+    return g * max(1.0 - result * result, 0.0)
+
+
+def numpy_named_math(x, result, g):
+    return g * np.cos(x)
+
+
+np = math  # `np` is Python's math module here
+"""
+
+
+@pytest.mark.parametrize(
+    ("template", "advice"),
+    [
+        ("bounded_rule", "reads `max`, which its module binds to adcompile_case_"),
+        ("numpy_named_math", "reads `np`, which its module binds to the module math"),
+    ],
+)
+def test_a_rule_reading_a_standard_name_its_module_rebinds_is_refused(tmp_path, template, advice):
+    """The rule was inlined with the builtin `max` (0.635 where the rule as written gives
+    1.060), or with NumPy where its module's `np` was math."""
+    module = module_from_source(tmp_path, REBOUND_STANDARD_NAMES)
+    with rule_scope(), pytest.raises(RuleError, match=re.escape(advice)):
+        derivative(module.bounded)(getattr(module, template))
+    assert grad(module.bounded)(0.7) == pytest.approx(1.0 - math.tanh(0.7) ** 2)

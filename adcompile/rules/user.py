@@ -7,13 +7,16 @@ block, so rules registered inside it (in a test, say) vanish when the block ends
 from __future__ import annotations
 
 import ast
+import builtins
 import contextlib
 import inspect
 import linecache
+import math
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from .. import messages
 from ..errors import Location
 from .registry import (
     TEMPLATE_GLOBALS,
@@ -108,6 +111,7 @@ def check_template(fn: Callable[..., Any], template: Callable[..., Any]) -> None
             f"primal result, then the incoming adjoint; it takes ({', '.join(got)})"
         )
     parse_template(template, template_arity(template)[0])  # its form first: `a, b = ...`
+    _check_standard_names(name, template)
     free, assigned = _free_names(template)
     modules = {
         n: v.__name__
@@ -123,6 +127,31 @@ def check_template(fn: Callable[..., Any], template: Callable[..., Any]) -> None
         )
     if free:
         raise RuleError(_reads_others(name, free, assigned))
+
+
+def _check_standard_names(name: str, template: Callable[..., Any]) -> None:
+    """The names a rule may read besides its parameters (``math``, ``np``, ``abs``,
+    ``min``, ``max``, ``float``) mean in generated code what they mean in Python: refuse a
+    rule whose module binds one to something else (its own ``max``, ``import numpy as
+    math``), which the generated code would not call."""
+    node = template_def(template)
+    read = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in TEMPLATE_GLOBALS}
+    own = {a.arg for a in node.args.args}
+    for global_name in sorted(read - own):
+        if global_name not in template.__globals__:
+            continue  # the builtin (or, for math and np, a name the generated code defines)
+        value = template.__globals__[global_name]
+        if not _standard(global_name, value):
+            raise RuleError(messages.rule_reads_rebound_name(name, global_name, value))
+
+
+def _standard(name: str, value: object) -> bool:
+    """Whether ``value`` is what generated code means by ``name``."""
+    if name == "math":
+        return value is math
+    if name == "np":
+        return isinstance(value, types.ModuleType) and value.__name__ == "numpy"
+    return value is getattr(builtins, name)
 
 
 def _reads_others(name: str, free: set[str], assigned: set[str]) -> str:
