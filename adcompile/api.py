@@ -12,6 +12,7 @@ import contextlib
 import functools
 import gc
 import inspect
+import itertools
 import numbers
 import os
 import weakref
@@ -26,7 +27,7 @@ from .errors import AdcompileError, UnsupportedSyntaxError
 from .floats import ARRAY_FACTS, NO_FACTS, ArrayFacts, FloatFacts
 from .forward import build_forward_gradient, build_jvp
 from .in_place import scatter_in_place
-from .ir import CoreFunction, If, Loop, Stmt, helper_alias, refuse_differentiating_again
+from .ir import Apply, CoreFunction, If, Loop, Stmt, helper_alias, refuse_differentiating_again
 from .lower import is_array_code, lower_function
 from .optimize import choose_passes, finish_array_code
 from .optimize import optimize as run_passes
@@ -42,6 +43,8 @@ from .render import (
 )
 from .returned_arrays import separate_returned_arrays
 from .reverse import build_gradient
+from .rules import Rule
+from .rules.registry import is_users_rule
 from .source import FunctionSource, load_function
 
 Wrt = int | str | Sequence[int | str] | None
@@ -136,6 +139,8 @@ class Generated:
     forward_refusal: Exception | None = None
     # The module and closure constants the code was compiled with, by their generated names.
     constants: dict[str, object] = field(default_factory=dict)
+    # The functions inlined and the derivative rules applied (``core_dependencies``).
+    dependencies: tuple[object, ...] = ()
 
 
 Optimize = bool | Sequence[str]
@@ -232,7 +237,25 @@ def generate(
         core.array_mode,
         *refusals,
         constants=dict(core.constants),
+        dependencies=core_dependencies(core),
     )
+
+
+def core_dependencies(core: CoreFunction) -> tuple[object, ...]:
+    """What a lowered function was made from besides its own code and constants: the
+    functions inlined into it, then the derivative rules it applies, in order."""
+    rules: list[object] = []
+    pending = list(reversed(core.body))
+    while pending:
+        stmt = pending.pop()
+        if isinstance(stmt, Apply):
+            rules.append(stmt.rule)
+            pending.extend(reversed(stmt.forward))
+        elif isinstance(stmt, If):
+            pending.extend(reversed([*stmt.body, *stmt.orelse]))
+        elif isinstance(stmt, Loop):
+            pending.extend(reversed([*stmt.entry, *stmt.body, *stmt.back_edges]))
+    return (*core.inlined_functions, *rules)
 
 
 def _still_defined(
@@ -493,7 +516,15 @@ def compile_transform(
     function.__module__ = fn.__module__
     function.__qualname__ = f"{fn.__qualname__}_{kind}"
     recipe = Recipe(
-        fn, kind, wrt, mode, generated.has_loops, function.__code__, generated.constants, optimize
+        fn,
+        kind,
+        wrt,
+        mode,
+        generated.has_loops,
+        function.__code__,
+        generated.constants,
+        optimize,
+        generated.dependencies,
     )
     function.adcompile_recipe = recipe
     function.adcompile_outputs = generated.n_outputs
@@ -584,16 +615,15 @@ def _differentiable_version(fn: Callable[..., Any]) -> Callable[..., Any]:
             f"twin without them can be compiled again; for second derivatives use "
             f"hessian({name}), which takes forward mode over this gradient"
         )
-    from .rules import registry
-
-    # Once per gradient and rules in force: a call of it in a test is looked at many times.
-    rules = (registry.active_rules(), registry.REGISTRATIONS)
-    known = _TWINS.get(fn)
-    if known is None or known[0] != rules:
+    # Once per gradient (a call of it in a test is looked at many times): a twin made from
+    # what the gradient was made from stays its twin, whatever changes later.
+    twin = _TWINS.get(fn)
+    if twin is None:
         twin = compile_transform(recipe.primal, recipe.kind, recipe.wrt, "forward")
         _refuse_changed_constants(recipe, recipe_of(twin))
-        known = _TWINS[fn] = (rules, twin)
-    return known[1]
+        _refuse_changed_dependencies(recipe, recipe_of(twin))
+        _TWINS[fn] = twin
+    return twin
 
 
 def _refuse_changed_constants(gradient: Recipe, twin: Recipe) -> None:
@@ -613,17 +643,51 @@ def _refuse_changed_constants(gradient: Recipe, twin: Recipe) -> None:
         )
 
 
+def _refuse_changed_dependencies(gradient: Recipe, twin: Recipe) -> None:
+    """The twin inlines the functions the primal names now and applies the rules in force
+    now; the gradient, those of when it was compiled. Should one differ (a helper rebound, a
+    rule registered or its scope left), the twin is another function's."""
+    pairs = itertools.zip_longest(gradient.dependencies, twin.dependencies)
+    changed = next(((old, new) for old, new in pairs if old is not new), None)
+    if changed is None:
+        return
+    compiled = f"{gradient.kind}({getattr(gradient.primal, '__name__', 'f')})"
+    raise TypeError(
+        f"{_what_changed(compiled, *changed)}; differentiating it again compiles the function "
+        f"as it is now, not as {compiled} was made: compile {compiled} again, then "
+        "differentiate that"
+    )
+
+
+def _what_changed(compiled: str, old: object, new: object) -> str:
+    """How a refusal says what changed: a rule registered or gone, or a helper replaced."""
+    if isinstance(new, Rule) and is_users_rule(new):
+        return f"a derivative rule for {new.name} was registered after {compiled} was compiled"
+    if isinstance(old, Rule) and is_users_rule(old):
+        return (
+            f"the derivative rule for {old.name} that {compiled} was compiled with is no "
+            "longer in force (its rule_scope ended, or another rule replaced it)"
+        )
+    old_name, new_name = (getattr(f, "__qualname__", None) for f in (old, new))
+    if old_name and new_name:
+        return f"{compiled} inlined the function {old_name}, and its name now holds {new_name}"
+    return f"a function {compiled} inlined has changed since it was compiled"
+
+
 def _same_value(a: object, b: object) -> bool:
-    """``a`` and ``b`` are one constant (NaN included): same object, or equal of one type."""
+    """``a`` and ``b`` are one constant (NaN included): same object, or equal of one type
+    (numbers by their repr: 0.0 is not -0.0)."""
     if a is b:
         return True
+    if isinstance(a, int | float | tuple | str):
+        return type(a) is type(b) and repr(a) == repr(b)
     try:
         return type(a) is type(b) and bool(a == b)
     except (TypeError, ValueError):  # an array's == is elementwise
         return False
 
 
-_TWINS: weakref.WeakKeyDictionary[Callable[..., Any], tuple[object, Callable[..., Any]]] = (
+_TWINS: weakref.WeakKeyDictionary[Callable[..., Any], Callable[..., Any]] = (
     weakref.WeakKeyDictionary()
 )
 

@@ -248,6 +248,8 @@ class CoreFunction:
     # Helper functions (``array_helpers.py``) the generated code calls, by their alias.
     helpers: dict[str, str] = field(default_factory=dict)
     ruled_bodies: list[RuledBody] = field(default_factory=list)
+    # The functions whose bodies were inlined, in order (the same function once per call).
+    inlined_functions: list[object] = field(default_factory=list)
 
     def shown_as(self, name: str, output_label: str) -> str:
         """How explanations show a version: the output's label (also for the variable early

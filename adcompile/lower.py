@@ -101,6 +101,9 @@ _BIT_OPS = (ast.BitAnd, ast.BitOr, ast.BitXor)
 _NUMBER_TYPES = (bool, int, float)
 _TUPLE_LIST = (ast.Tuple, ast.List)
 _NAME_ATTRIBUTE = (ast.Name, ast.Attribute)
+# Array and autodiff libraries whose functions are Python code adcompile must not inline
+# as the user's own (autograd.numpy's wrappers): their modules are refused by name.
+_OTHER_AD_LIBRARIES = frozenset({"autograd", "jax", "torch", "tensorflow"})
 
 
 _PLACEHOLDER_IDS = [ARG_PLACEHOLDER.format(i) for i in range(8)]
@@ -289,6 +292,7 @@ class Lowerer(ArrayLowering):
             # Generated gradients read back: lists made by split_adjoint (lower_arrays.py).
             self.split_lists: dict[str, tuple[Atom, ast.expr, ast.expr]] = {}
             self.inlined = [0]  # bodies inlined so far, shared with every callee's lowerer
+            self.inlined_functions: list[object] = []  # ... and the functions they are of
             self.ruled_bodies: list[RuledBody] = []  # bodies of functions with a user rule
         else:  # an inlined callee shares the caller's names and module-level state
             self.names, self.math_alias = parent.names, parent.math_alias
@@ -303,6 +307,7 @@ class Lowerer(ArrayLowering):
             self.leaf_exprs, self.helpers = parent.leaf_exprs, parent.helpers
             self.split_lists = parent.split_lists
             self.inlined = parent.inlined
+            self.inlined_functions = parent.inlined_functions
             self.ruled_bodies = parent.ruled_bodies
         self.uses_math = False
         # Set by lower_function for jacobians and jvp/vjp: a final ``return a, b`` is allowed.
@@ -364,6 +369,7 @@ class Lowerer(ArrayLowering):
             leaf_exprs=self.leaf_exprs,
             helpers=self.helpers,
             ruled_bodies=self.ruled_bodies,
+            inlined_functions=self.inlined_functions,
         )
 
     def _enter_array_mode(self, params: list[str]) -> None:
@@ -1134,6 +1140,10 @@ class Lowerer(ArrayLowering):
     def _user_function(self, callee: object, call: ast.Call) -> FunctionSource | None:
         """The source of a user's Python function (not a builtin or C function) ``call``
         calls; an error without a place of its own is placed at ``call``."""
+        library = (getattr(callee, "__module__", None) or "").partition(".")[0]
+        if library in _OTHER_AD_LIBRARIES:  # `from autograd.numpy import sin`
+            message = messages.other_library_function(ast.unparse(call.func), library)
+            raise self._error(UnsupportedSyntaxError, call, message)
         try:
             return _user_function_source(callee)
         except AdcompileError as exc:
@@ -1271,6 +1281,7 @@ class Lowerer(ArrayLowering):
         given several names, each value of its ``return a, b`` in one)."""
         check_cycle(self.call_chain, fs, node)
         self.inlined[0] += 1
+        self.inlined_functions.append(fs.origin)
         if self.inlined[0] > MAX_INLINED:  # helpers calling helpers twice: 2**depth bodies
             raise self._error(UnsupportedSyntaxError, node, messages.too_many_inlined(MAX_INLINED))
         callee = Lowerer(fs, self.rules, parent=self)
@@ -1665,6 +1676,8 @@ class Lowerer(ArrayLowering):
             module = getattr(module, attr, None)
         if module.__class__ is not types.ModuleType or is_numpy(module):
             return None
+        if module.__name__.partition(".")[0] in _OTHER_AD_LIBRARIES:  # not to be inlined
+            return None
         return None if any(module is m for m in RENDERABLE_MODULES.values()) else module
 
     def _canonical_callee(self, value: object, node: ast.Name) -> ast.expr:
@@ -1982,10 +1995,17 @@ class _CalleesReturningNone:
         if key is not None and key in self.answers:
             return self.answers[key]
         callee = self._callee(call.func, inside)
-        if callee is None or id(callee.node) in seen:  # (recursion is refused elsewhere)
+        # A function by where it is written: its source may be parsed afresh at each call
+        # (a default filled in), so the node's id would never be seen twice.
+        where = (
+            None
+            if callee is None
+            else (callee.filename, callee.node.lineno, callee.node.col_offset)
+        )
+        if callee is None or where in seen:  # (recursion is refused elsewhere)
             answer = False
         else:
-            check = functools.partial(self, inside=callee, seen=seen | {id(callee.node)})
+            check = functools.partial(self, inside=callee, seen=seen | {where})
             body = self.lowerer._function_body(callee.node)
             answer = none_returned(callee.node, body, check) is not None
         if key is not None:

@@ -105,6 +105,14 @@ UNPACK_CALL = (
 )
 
 
+def other_library_function(shown: str, module: str) -> str:
+    """A call of another autodiff or array library's function (``autograd.numpy.sin``)."""
+    return (
+        f"`{shown}` is a function of {module}, which adcompile does not differentiate: "
+        "write it with `math` (or NumPy in array code)"
+    )
+
+
 def rule_reads_rebound_name(rule: str, name: str, value: object) -> str:
     """A rule reading ``max`` (or ``math``...) that its module binds to something else."""
     meant = {"math": "Python's math module", "np": "NumPy"}.get(name, f"the builtin {name}")

@@ -27,6 +27,8 @@ class Recipe:
     # The module and closure constants it was compiled with (the values it keeps).
     constants: dict[str, object] = field(default_factory=dict)
     optimize: Any = True
+    # The functions it inlined and the derivative rules it applied, in order.
+    dependencies: tuple[object, ...] = ()
 
 
 def recipe_of(fn: object) -> Recipe | None:

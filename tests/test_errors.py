@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sys
 import textwrap
+import types
 
 import pytest
 
@@ -429,3 +430,51 @@ def test_a_function_made_by_exec_is_said_to_have_no_source_when_linecache_holds_
     with pytest.raises(AdcompileError, match="made by exec") as caught:
         grad(namespace["helper"])
     assert "<string>:1:1" not in str(caught.value)
+
+
+def test_a_returned_self_call_with_a_default_is_named_as_recursion(tmp_path):
+    """The check for helpers returning None parsed `m(x)` afresh at each call (its default
+    filled in), never saw it twice and ran out of stack: "nests too deeply"."""
+    module = module_from_source(
+        tmp_path,
+        """
+        def m(x, y=1.0):
+            return m(x)
+
+
+        def f(x):
+            return m(x)
+        """,
+    )
+    with pytest.raises(UnsupportedSyntaxError, match="recursive call m -> m"):
+        grad(module.f)
+
+
+def test_another_autodiff_librarys_functions_are_not_inlined(tmp_path, monkeypatch):
+    """autograd.numpy's functions are Python wrappers: they were inlined as the user's own
+    and failed deep inside autograd ("nests too deeply")."""
+    package, numpy_like = types.ModuleType("autograd"), types.ModuleType("autograd.numpy")
+    exec("def sin(x, *args, **kwargs):\n    return x\n", numpy_like.__dict__)
+    numpy_like.sin.__module__ = "autograd.numpy"
+    package.numpy = numpy_like
+    monkeypatch.setitem(sys.modules, "autograd", package)
+    monkeypatch.setitem(sys.modules, "autograd.numpy", numpy_like)
+    module = module_from_source(
+        tmp_path,
+        """
+        import autograd.numpy as anp
+        from autograd.numpy import sin
+
+
+        def through_module(x):
+            return anp.sin(x) * x
+
+
+        def imported(x):
+            return sin(x) * x
+        """,
+    )
+    with pytest.raises(UnsupportedSyntaxError, match=r"module `autograd.numpy` is not supported"):
+        grad(module.through_module)
+    with pytest.raises(UnsupportedSyntaxError, match=r"`sin` is a function of autograd"):
+        grad(module.imported)

@@ -19,10 +19,12 @@ import sympy as sp
 from adcompile import (
     AdcompileError,
     UnsupportedSyntaxError,
+    derivative,
     grad,
     hessian,
     jacobian,
     jvp,
+    rule_scope,
     value_and_grad,
     vjp,
 )
@@ -887,3 +889,88 @@ def test_a_loop_gradient_is_not_differentiated_again_with_constants_changed_sinc
     slope = (dp(1.0 + 1e-6) - dp(1.0 - 1e-6)) / 2e-6
     assert second(1.0) == pytest.approx(slope, rel=1e-6)
     assert grad(dp)(1.0) == pytest.approx(slope, rel=1e-6)
+
+
+LOOP_WITH_HELPER = """
+import math
+
+from adcompile import derivative
+
+
+def cube(x):
+    return x * x * x
+
+
+def square(x):
+    return x * x
+
+
+def cube_rule(x, result, g):
+    return g * 100.0
+
+
+def sign_zero(x):
+    s = 0.0
+    for _ in range(2):
+        s = s + x * x * math.atan2(ZERO, -1.0)
+    return s
+
+
+helper = cube
+ZERO = 0.0
+
+
+def p(x):
+    s = 0.0
+    for _ in range(3):
+        s = s + helper(x)
+    return s
+"""
+
+
+def _slope(fn, x):
+    return (fn(x + 1e-6) - fn(x - 1e-6)) / 2e-6
+
+
+def test_a_loop_gradient_is_not_differentiated_again_with_a_helper_rebound_since(tmp_path):
+    """grad(p) inlined cube (9 x**2); its twin inlined square after `helper = square`:
+    grad(grad(p)) gave 6 where 18 is due, jvp gave the value 6 beside grad(p)'s 9."""
+    module = module_from_source(tmp_path, LOOP_WITH_HELPER)
+    dp = grad(module.p)
+    module.helper = module.square
+    assert dp(1.0) == pytest.approx(9.0)
+    for transform in (grad, hessian, lambda f: jvp(f, (1.0,), (1.0,))):
+        with pytest.raises(TypeError, match=r"grad\(p\) inlined the function cube, and its"):
+            transform(dp)
+    module.helper = module.cube
+    second = grad(dp)  # made while p is as dp was made: it serves whatever changes later
+    module.helper = module.square
+    assert second(1.0) == pytest.approx(_slope(dp, 1.0), rel=1e-6)
+    assert grad(dp)(1.0) == pytest.approx(18.0)
+
+
+def test_a_loop_gradient_is_not_differentiated_again_with_other_rules_in_force(tmp_path):
+    """grad(p) made inside a rule_scope used the rule (p' = 300 for x = 1); outside, the
+    twin did not: grad(grad(p)) gave 18 where grad(p) is constant. And the other way round."""
+    module = module_from_source(tmp_path, LOOP_WITH_HELPER)
+    with rule_scope():
+        derivative(module.cube)(module.cube_rule)
+        inside = grad(module.p)
+    assert inside(1.0) == pytest.approx(300.0)
+    with pytest.raises(TypeError, match=r"rule for .*cube that grad\(p\) was compiled with"):
+        grad(inside)
+    outside = grad(module.p)
+    with rule_scope():
+        derivative(module.cube)(module.cube_rule)
+        with pytest.raises(TypeError, match=r"a derivative rule for .*cube was registered"):
+            grad(outside)
+
+
+def test_a_constant_changed_from_zero_to_negative_zero_is_a_change(tmp_path):
+    """atan2(0.0, -1.0) is pi, atan2(-0.0, -1.0) is -pi; 0.0 == -0.0 let the twin through."""
+    module = module_from_source(tmp_path, LOOP_WITH_HELPER)
+    dp = grad(module.sign_zero)
+    module.ZERO = -0.0
+    assert dp(1.0) == pytest.approx(4.0 * math.pi)
+    with pytest.raises(TypeError, match=r"ZERO changed after grad\(sign_zero\)"):
+        grad(dp)
