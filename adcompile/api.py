@@ -96,8 +96,8 @@ MODES = ("reverse", "forward")
 
 
 PLACEHOLDER_NOTE = (
-    "# `v = ...` marks v as not set yet on its path (Python raises UnboundLocalError\n"
-    "# where it would be read there).\n"
+    "# `v = NotImplemented` marks v as not set yet on its path (Python raises\n"
+    "# UnboundLocalError where it would be read there).\n"
 )
 
 
@@ -220,7 +220,7 @@ def generate(
     header = _header(fs, label, core)
     with _deep_expressions_allowed(fs):  # a line the user wrote deep stays as deep
         text = render_module(functions, header)
-    if " = ...\n" in text:  # a placeholder: say what it means once, at the top
+    if " = NotImplemented\n" in text:  # a placeholder: say what it means once, at the top
         text = text.replace(header, header + PLACEHOLDER_NOTE, 1)
     n_outputs = None if core.outputs is None else len(core.outputs)
     arrays = external_arrays(functions)

@@ -35,6 +35,7 @@ from .astutil import BUILTIN_MARK, clone, clone_located, names_in, source_lines,
 from .depth import room_for_deep_expressions
 from .errors import UnsupportedSyntaxError
 from .ir import (
+    UNBOUND,
     Apply,
     Atom,
     Const,
@@ -795,7 +796,7 @@ class _Interpreter:
         return {
             self.display(h)
             for h in stmt.headers
-            if self.env.get(h) is ...
+            if self.env.get(h) is UNBOUND.value
             or (self.env.get(h) is None and names is not None and names.is_internal(h))
         }
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import EllipsisType
+from types import NotImplementedType
 
 from .astutil import LOAD, clone, substitute
 from .names import NameTable
@@ -29,15 +29,16 @@ class Var:
 
 @dataclass(frozen=True)
 class Const:
-    """A numeric literal, ``None``, or ``...`` (the placeholder ``UNBOUND``)."""
+    """A numeric literal, ``None``, or ``NotImplemented`` (the placeholder ``UNBOUND``)."""
 
-    value: int | float | bool | EllipsisType | None
+    value: int | float | bool | NotImplementedType | None
 
 
 # What a variable holds on a path that has not bound it yet: merges copy it (a copy must read
 # a bound name) and checks before a read raise UnboundLocalError where they find it. Not None,
-# which the user's own variables (and parameters) may hold.
-UNBOUND = Const(...)
+# which the user's own variables (and parameters) may hold, nor `...` (NumPy's index of a
+# whole array, which they may hold too): a builtin no numeric code passes around.
+UNBOUND = Const(NotImplemented)
 
 
 def is_unbound_placeholder(atom: object) -> bool:
@@ -296,6 +297,8 @@ def atom_expr(atom: Atom) -> ast.expr:
     if isinstance(atom, Global):
         return _copy_expr(atom.expr)
     value = atom.value
+    if value is NotImplemented:  # a builtin name, not a literal
+        return ast.Name("NotImplemented", LOAD)
     if isinstance(value, _FLOAT_INT) and not isinstance(value, bool) and value < 0:
         return ast.UnaryOp(ast.USub(), ast.Constant(-value))
     return ast.Constant(value)

@@ -989,7 +989,8 @@ class Lowerer(ArrayLowering):
 
     def _check_bound(self, name: str, version: str, line: int) -> None:
         """Before a read of ``name`` that some path leaves unbound (``unbound.py``): raise
-        UnboundLocalError where it holds the placeholder UNBOUND (``...``), as Python would."""
+        UnboundLocalError where it holds the placeholder UNBOUND (``NotImplemented``), as
+        Python would."""
         key = (id(self.block), version)
         if key in self.bound_checks:  # checked already, earlier in this block
             return
@@ -997,7 +998,7 @@ class Lowerer(ArrayLowering):
         test = ast.Compare(
             left=ast.Name(id=version, ctx=ast.Load()),
             ops=[ast.Is()],
-            comparators=[ast.Constant(UNBOUND.value)],
+            comparators=[atom_expr(UNBOUND)],
         )
         self._append_bound_check(test, frozenset({version}), name, line)
 
@@ -1457,11 +1458,9 @@ class Lowerer(ArrayLowering):
 
     # ----- names, attributes and callees -------------------------------------------------
     def _constant(self, node: ast.Constant) -> Const:
-        """A number or None; also ``...`` in generated code read again (its placeholder)."""
+        """A number or None."""
         if node.value is None:
             return Const(None)
-        if node.value is UNBOUND.value and self._reads_generated_code():
-            return UNBOUND
         return Const(self._number(node))
 
     def _number(self, node: ast.Constant) -> int | float | bool:
@@ -1492,6 +1491,8 @@ class Lowerer(ArrayLowering):
         if scope is not None:
             return scope._name_atom(node)  # a nested function reads its enclosing scope
         value = self._resolve_global(node)
+        if value is UNBOUND.value and self._reads_generated_code():
+            return UNBOUND  # generated code read again: its placeholder
         if (
             isinstance(value, _NUMBER_TYPES)
             or _is_number_tuple(value)
