@@ -293,8 +293,8 @@ def test_a_guarded_read_is_checked_where_python_makes_it(tmp_path, name):
     c = 0.5, where Python reads the unbound `y` and raises, the gradient returned a number
     (the placeholder took part in `!=`, `not`, `>`). Python itself is the reference."""
     fn = getattr(module_from_source(tmp_path, GUARDED_READS), name)
-    source = grad(fn, wrt=0).source  # the placeholder `...` is explained once, at the top
-    assert source.count("marks v as not set yet") == 1 and "y_1 = ..." in source
+    source = grad(fn, wrt=0).source  # the placeholder is explained once, at the top
+    assert source.count("marks v as not set yet") == 1 and "y_1 = NotImplemented" in source
     transforms = {
         "reverse": grad(fn, wrt=0),
         "forward": grad(fn, wrt=0, mode="forward"),
@@ -371,3 +371,29 @@ def test_a_variable_holding_none_is_not_taken_for_unbound(
     assert value_and_grad(fn, wrt=0)(*args) == (fn(*args), expected)
     with pytest.raises(UnboundLocalError):
         fn(*unbound_at)
+
+
+ELLIPSIS_SOURCE = """
+import numpy as np
+
+
+def squares_of_a_part(x, c, part):
+    if c > 0:
+        j = part
+    if c > 0:
+        return np.sum(x[j] ** 2)
+    return np.sum(x)
+"""
+
+
+def test_a_users_ellipsis_is_not_taken_for_unbound(tmp_path):
+    """NumPy's whole-array index `...` passed in and held in a variable some path leaves
+    unbound was taken for the placeholder (then `...`): UnboundLocalError, in every mode,
+    where the function returns 6.5."""
+    module = module_from_source(tmp_path, ELLIPSIS_SOURCE)
+    fn, x = module.squares_of_a_part, np.array([0.5, 1.5, 2.0])
+    assert fn(x, 1.0, ...) == 6.5
+    for mode in ("reverse", "forward"):
+        np.testing.assert_allclose(grad(fn, wrt="x", mode=mode)(x, 1.0, ...), 2.0 * x)
+    value, tangent = jvp(fn, (x, 1.0, ...), (np.ones(3), 0.0, None))
+    assert value == 6.5 and tangent == pytest.approx(np.sum(2.0 * x))
