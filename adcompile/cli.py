@@ -312,12 +312,15 @@ def _module_recipe(target: str) -> Any:
 
 def _decorator_options(args: argparse.Namespace, fs: FunctionSource) -> dict[str, Any]:
     """``mode`` and ``optimize`` as the target's ``@grad(mode=..., optimize=...)`` compiled
-    the module's function (so that ``dump`` prints its ``.source``); ``--mode`` wins."""
+    the module's function, and ``with_value`` for ``@value_and_grad`` (so that ``dump``
+    prints its ``.source``); ``--mode`` wins."""
     if fs.origin is None:
         options = decorator_options(fs)
     else:
         recipe = _module_recipe(args.target)
         options = {} if recipe is None else {"mode": recipe.mode, "optimize": recipe.optimize}
+        if recipe is not None and recipe.kind == "value_and_grad":
+            options["with_value"] = True
     if args.mode is not None:
         options["mode"] = args.mode
     return options

@@ -36,11 +36,12 @@ def decorator_wrt(fs: FunctionSource) -> Any:
 
 def decorator_options(fs: FunctionSource) -> dict[str, Any]:
     """The literal ``mode=`` and ``optimize=`` of ``@grad(...)`` (those given), which the
-    module's function was compiled with."""
+    module's function was compiled with; ``with_value`` for ``@value_and_grad``."""
+    found = _adcompile_decorator(fs)
+    options: dict[str, Any] = {"with_value": True} if found and found[0] == "value_and_grad" else {}
     call = _call_keeping_wrt(fs)
     if call is None:
-        return {}
-    options = {}
+        return options
     for keyword in call.keywords:
         if keyword.arg in ("mode", "optimize"):
             try:
@@ -55,6 +56,17 @@ def _call_keeping_wrt(fs: FunctionSource) -> ast.Call | None:
     """The call of adcompile's ``@grad(...)`` or ``@value_and_grad(...)`` decorating the
     function; None for a bare decorator, another transform, or none. Refuses a decorator
     that is not adcompile's, or more than one."""
+    found = _adcompile_decorator(fs)
+    if found is None:
+        return None
+    transform, call = found
+    return call if transform in KEEPS_WRT else None
+
+
+def _adcompile_decorator(fs: FunctionSource) -> tuple[str, ast.Call | None] | None:
+    """The adcompile transform decorating the function and its call (None when bare:
+    ``@grad``); None without a decorator. Refuses a decorator that is not adcompile's, or
+    more than one."""
     decorators = fs.node.decorator_list
     if not decorators:
         return None
@@ -67,7 +79,7 @@ def _call_keeping_wrt(fs: FunctionSource) -> ast.Call | None:
     if transform is None or (call is not None and call.args):  # `@grad(g)`: not a decorator
         shown = ast.unparse(decorator)
         raise fs.error(UnsupportedSyntaxError, decorator, messages.static_decorator(shown, fs.name))
-    return call if transform in KEEPS_WRT else None
+    return transform, call
 
 
 def refuse_rebound_target(fs: FunctionSource) -> None:

@@ -1052,7 +1052,7 @@ def test_at_takes_flags_and_a_flags_default(capsys, tmp_path):
 DECORATOR_OPTIONS = """\
 import math
 
-from adcompile import grad
+from adcompile import grad, value_and_grad
 
 
 @grad(mode="forward")
@@ -1063,13 +1063,24 @@ def f(x, y):
 @grad(optimize=False)
 def g(x, y):
     return math.sin(x * y)
+
+
+@value_and_grad(wrt="y", mode="forward")
+def h(x, y):
+    return x * y * math.sin(y)
+
+
+@value_and_grad
+def k(x, y):
+    return x * math.exp(y)
 """
 
 
-@pytest.mark.parametrize("name", ["f", "g"])
+@pytest.mark.parametrize("name", ["f", "g", "h", "k"])
 def test_dump_prints_the_source_a_decorators_mode_and_optimize_made(tmp_path, name):
     """`dump` dropped `@grad(mode=...)` and `@grad(optimize=...)`: it printed the reverse,
-    optimised code where the module's `f.source` is forward mode (`g.source` unoptimised)."""
+    optimised code where the module's `f.source` is forward mode (`g.source` unoptimised);
+    and it printed the grad module of a `@value_and_grad` function (h, k)."""
     (tmp_path / "decorator_options.py").write_text(DECORATOR_OPTIONS)
     module = module_from_source(tmp_path, DECORATOR_OPTIONS)
     expected = getattr(module, name).source.split("\n", 1)[1]  # after the header's file
