@@ -857,7 +857,7 @@ def test_a_file_target_s_grad_decorator_keeps_its_literal_wrt(capsys, tmp_path):
     cases = {
         "grad_in_y": '"""Return dgrad_in_y/dy."""',
         "grad_in_y_then_x": '"""Return (dgrad_in_y_then_x/dy, dgrad_in_y_then_x/dx)."""',
-        "value_and_slope": '"""Return dvalue_and_slope/dx."""',
+        "value_and_slope": '"""Return (value_and_slope, dvalue_and_slope/dx)."""',
     }
     for name, docstring in cases.items():
         assert main(["dump", f"{target}:{name}"]) == 0
@@ -865,10 +865,11 @@ def test_a_file_target_s_grad_decorator_keeps_its_literal_wrt(capsys, tmp_path):
         assert docstring in text
         dumped: dict = {}
         exec(text, dumped)
-        point = (0.5, 1.5)[: 1 if name == "value_and_slope" else 2]
+        with_value = name == "value_and_slope"
+        point = (0.5, 1.5)[: 1 if with_value else 2]
         expected = getattr(module, name)(*point)
-        got = dumped[f"{name}_grad"](*point)
-        assert got == (expected[1] if name == "value_and_slope" else expected)
+        got = dumped[f"{name}_{'value_and_grad' if with_value else 'grad'}"](*point)
+        assert got == expected
     assert main(["dump", f"{target}:grad_in_y", "--wrt", "x"]) == 0
     assert '"""Return dgrad_in_y/dx."""' in capsys.readouterr().out  # --wrt still chooses
     assert main(["dump", f"{target}:wrt_from_a_name"]) == 1
