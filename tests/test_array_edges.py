@@ -845,3 +845,33 @@ def test_a_part_read_only_on_a_path_not_taken_is_not_evaluated(tmp_path):
     np.testing.assert_allclose(grad(m.scalar_or_pair)(np.array([2.0, 5.0])), [5.0, 2.0])
     assert grad(m.first_times_all)(np.zeros(0)).shape == (0,)
     np.testing.assert_allclose(grad(m.first_times_all)(np.array([2.0, 3.0])), [7.0, 2.0])
+
+
+FLAGS_AND_INDICES = """
+import numpy as np
+
+
+def by_mode(x, mode):
+    if mode == "sum":
+        return np.sum(x * x)
+    return np.max(x)
+
+
+def of_a_part(x, index):
+    return np.sum(x[index] ** 2)
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "other"), [("by_mode", "sum"), ("of_a_part", ...), ("of_a_part", slice(0, 2))]
+)
+def test_vjp_gives_a_flag_or_an_index_argument_a_zero_cotangent(tmp_path, name, other):
+    """Its cotangent was built as zeros of dtype np.result_type("sum", 1.0): "data type
+    'sum' not understood" (and "Cannot interpret 'Ellipsis' as a data type")."""
+    fn = getattr(module_from_source(tmp_path, FLAGS_AND_INDICES), name)
+    x = np.array([1.0, -2.0])
+    value, pullback = vjp(fn, x, other)
+    assert value == fn(x, other) == 5.0
+    cotangent_x, cotangent_other = pullback(1.0)
+    np.testing.assert_allclose(cotangent_x, 2.0 * x)
+    assert cotangent_other == 0.0

@@ -475,6 +475,8 @@ def gradient_like(tree, parts):
             i = key % len(tree)
             below[i] = _merged(below[i], part) if i in below else part
         return type(tree)(gradient_like(value, below.get(i, {})) for i, value in enumerate(tree))
+    if isinstance(tree, str | bytes | slice) or tree is ...:
+        return 0.0  # a flag or an index (`mode="sum"`, `...`): no number, no derivative
     out = np.zeros(np.shape(tree), dtype=np.result_type(tree, 1.0))
     _add_parts(out, (), parts)
     return unbroadcast(out, tree)
