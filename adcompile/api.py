@@ -620,8 +620,9 @@ def _differentiable_version(fn: Callable[..., Any]) -> Callable[..., Any]:
     twin = _TWINS.get(fn)
     if twin is None:
         twin = compile_transform(recipe.primal, recipe.kind, recipe.wrt, "forward")
-        _refuse_changed_constants(recipe, recipe_of(twin))
+        # Functions first: a helper rebound to one reading other constants is the change.
         _refuse_changed_dependencies(recipe, recipe_of(twin))
+        _refuse_changed_constants(recipe, recipe_of(twin))
         _TWINS[fn] = twin
     return twin
 

@@ -22,6 +22,7 @@ from adcompile import (
     jacobian,
     jvp,
     rule_scope,
+    value_and_grad,
     vjp,
 )
 from adcompile.compose import _CACHE
@@ -325,3 +326,25 @@ def test_a_jvp_tangent_is_an_array_of_its_own(tmp_path: Path) -> None:
         assert not np.shares_memory(tangent, t) and not np.shares_memory(tangent, x)
         tangent *= 10.0
         np.testing.assert_array_equal(t, np.ones_like(x))
+
+
+DEAD_FAILURES = """
+import math
+
+
+def unused_log(x):
+    t = math.log(x - 3.0)
+    return x * x
+"""
+
+
+def test_value_and_grad_skips_a_failing_statement_nothing_reads(tmp_path: Path) -> None:
+    """As the README says: the value is computed, but not a statement neither it nor a
+    partial reads; optimize=False runs every statement, so it raises as Python does."""
+    fn = module_from_source(tmp_path, DEAD_FAILURES).unused_log
+    with pytest.raises(ValueError):
+        fn(2.0)
+    assert value_and_grad(fn)(2.0) == (4.0, 4.0)
+    assert jvp(fn, (2.0,), (1.0,)) == (4.0, 4.0)
+    with pytest.raises(ValueError):
+        value_and_grad(fn, optimize=False)(2.0)

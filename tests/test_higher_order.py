@@ -974,3 +974,19 @@ def test_a_constant_changed_from_zero_to_negative_zero_is_a_change(tmp_path):
     assert dp(1.0) == pytest.approx(4.0 * math.pi)
     with pytest.raises(TypeError, match=r"ZERO changed after grad\(sign_zero\)"):
         grad(dp)
+
+
+def test_a_helper_rebound_to_one_reading_other_constants_is_named_not_a_constant(tmp_path):
+    """The twin of `helper = lambda t: t * C` rebound to cube read no C: the refusal said
+    "C changed", though C had not."""
+    module = module_from_source(
+        tmp_path,
+        "C = 0.5\n\n\ndef scaled(t):\n    return t * C\n\n\n"
+        "def cube(t):\n    return t * t * t\n\n\n"
+        "helper = scaled\n\n\ndef f(x):\n    s = x\n    for _ in range(2):\n"
+        "        s = s + helper(x)\n    return s\n",
+    )
+    df = grad(module.f)
+    module.helper = module.cube
+    with pytest.raises(TypeError, match=r"inlined the function scaled, and its name now holds"):
+        grad(df)
