@@ -430,6 +430,11 @@ def default_not_number(param: str, value: object) -> str:
 
 def wrong_arity(name: str, given: int, arities: list[int]) -> str:
     """A known function called with an argument count that has no rule."""
+    if name in ("min", "max") and given == 1:  # nested: 3 and more work too
+        return (
+            f"`{name}` of one argument (a sequence) is not differentiated here: give it two "
+            f"or more (`{name}(a, b, c)`) or a generator (`{name}(w * x for w in ws)`)"
+        )
     counts = " or ".join(str(a) for a in arities)
     return f"`{name}` is differentiable here with {counts} argument(s), not {given}"
 

@@ -106,6 +106,7 @@ CASES = [
     ("t = (x, y)\nreturn t[0] * x", "(x, y)", N, "tuples and lists of differentiated values"),
     ("a, b = x\nreturn a", "x\n", U, "only from a literal tuple"),
     ("a, b = helper(x)\nreturn a", "helper(x)", U, "ends in `return a, b`"),
+    ("return max(x)", "max(x)", U, "`max` of one argument (a sequence)"),
     ("return math.log(x, base=2.0)", "base", U, "keyword arguments"),
     ("return", "return", U, "needs a value"),
     # A bare early return used to compile, and the gradient was a silent 0.0.

@@ -178,3 +178,25 @@ def test_an_incoming_derivative_does_not_overflow_a_finite_partial(
             assert value == float("inf") * mpmath.sign(reference)  # the true value overflows
         else:
             assert value == pytest.approx(float(reference), rel=1e-12)
+
+
+MATH_POW = """
+import math
+
+
+def cube_root(x):
+    return math.pow(x, 1.0 / 3.0)
+"""
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_math_pow_of_a_negative_base_raises_as_the_function_does(tmp_path, mode):
+    """Its partial was `(1/3) * x ** (1/3 - 1)`, a complex number at x = -8 (the forward
+    math.pow, which raises, was dead code); JAX gives nan, math.pow itself ValueError."""
+    fn = function_from_source(tmp_path, MATH_POW, "cube_root")
+    with pytest.raises(ValueError):
+        fn(-8.0)
+    with pytest.raises(ValueError):
+        grad(fn, mode=mode)(-8.0)
+    expected = mpmath.mpf(1) / 3 * mpmath.power(8, mpmath.mpf(-2) / 3)
+    assert grad(fn, mode=mode)(8.0) == pytest.approx(float(expected), rel=1e-15)

@@ -74,7 +74,16 @@ def power(a, b, result, g):
 
 
 rule(builtins.pow)(power)
-rule(math.pow)(power)
+
+
+@rule(math.pow)
+def math_power(a, b, result, g):
+    # As `**`, but with math.pow: for a negative base and a fractional exponent math.pow
+    # raises ValueError (as the function does) where `**` gives a complex number.
+    return (
+        g * b * math.pow(a, b - 1) if b != 0 or a != 0 else 0.0,
+        g * result * math.log(a) if a > 0 else (0.0 if a == 0 or g == 0 else g * result * math.nan),
+    )
 
 
 @rule(builtins.abs)
