@@ -417,7 +417,7 @@ class _Interpreter:
     def is_temporary(self, name: str) -> bool:
         """Whether ``name`` is shown as the value it holds (``w * x``), not by a name."""
         names = self.core.names
-        shown_as_value = names is not None and name in names.shown_as_value
+        shown_as_value = names is not None and names.is_shown_as_value(name)
         return name in self.core.temporaries or shown_as_value
 
     def _new_version(self, name: str) -> str:

@@ -92,7 +92,10 @@ class IterationRewriter:
         for item in items:
             names.append(self.names.fresh_internal("item"))
             prelude.append(_located(_assign(names[-1], item), item))
-        self.names.shown_as_value.update(names)
+        rebound = stored_names(stmt)
+        self.names.shown_as_value.update(
+            name for name, item in zip(names, items, strict=True) if _reads_none(item, rebound)
+        )
         counter = self.names.fresh_internal("k")
         self.names.item_counters.add(counter)
         chosen: ast.expr = _name(names[-1])
@@ -128,7 +131,8 @@ class IterationRewriter:
         ]
         if start is not None:  # enumerate(seq, start): the index is the count plus start
             first = self.names.fresh_internal("start")
-            self.names.shown_as_value.add(first)  # `i = 0 + 1`, not `i = 0 + start`
+            if _reads_none(start, stored_names(stmt)):  # `i = 0 + 1`, not `i = 0 + start`
+                self.names.shown_as_value.add(first)
             prelude.append(_located(_assign(first, start), start))
             count = ast.BinOp(left=_name(counter), op=ast.Add(), right=_name(first))
             body.insert(0, _located(_assign(index_target, count), stmt))
@@ -231,7 +235,8 @@ class IterationRewriter:
                 names.append(seq.id)
                 continue
             name = self.names.fresh_internal("seq")
-            self.names.shown_as_value.add(name)  # `row = X[0]`, not `row = seq[0]`
+            if _reads_none(seq, rebound):  # `row = (1.0, 2.0)[0]`, not `row = seq[0]`
+                self.names.shown_as_value.add(name)
             prelude.append(_located(_assign(name, seq), seq))
             names.append(name)
             new_locals.add(name)
@@ -244,10 +249,12 @@ class IterationRewriter:
         # The running sum is shown as `sum' = sum + w * x`, a running max as `largest' =
         # max(largest, w * x)` (`max(max, ...)` would read as a call of the name). A name of
         # the user's is not taken for a label (`sum` is: the call reads the builtin).
-        label = _RUNNING_LABELS[kind]
-        if label != kind and label in self.names.taken:
-            label = None
-        acc = self.names.fresh_internal("acc", label)
+        free = [
+            label
+            for label in _RUNNING_LABELS[kind]
+            if label == kind or label not in self.names.taken
+        ]
+        acc = self.names.fresh_internal("acc", free[0] if free else None)
         renames: dict[str, str] = {}
         new_locals = {acc}
         start = ast.Constant(value=0 if kind == "sum" else None)
@@ -280,7 +287,18 @@ class IterationRewriter:
         return ast.IfExp(test=first, body=element, orelse=both)
 
 
-_RUNNING_LABELS = {"sum": "sum", "max": "largest", "min": "smallest"}
+def _reads_none(expr: ast.expr, rebound: set[str]) -> bool:
+    """Whether ``expr`` reads none of the names a loop rebinds. Only then may explanations
+    show a value computed before the loop as its expression: in the loop the same names
+    label the loop's own values (`for t in (x, y): x = x + t` keeps `item`)."""
+    return not any(isinstance(n, ast.Name) and n.id in rebound for n in ast.walk(expr))
+
+
+_RUNNING_LABELS = {
+    "sum": ("sum",),
+    "max": ("largest", "running_max"),
+    "min": ("smallest", "running_min"),
+}
 
 
 def _target_names(target: ast.expr, rewriter: IterationRewriter) -> list[str]:

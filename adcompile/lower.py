@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import functools
 import math
 import operator
@@ -824,6 +825,9 @@ class Lowerer(ArrayLowering):
                 return
             if self._unpack_call(target, value):
                 return
+            if isinstance(value, ast.Call):  # a call that cannot be made here says why first
+                with contextlib.suppress(NoDerivativeError):  # (`divmod`: the unpacking)
+                    self._atom(value)
             said = messages.UNPACK_CALL if isinstance(value, ast.Call) else None
             raise self._error(UnsupportedSyntaxError, value, said or messages.UNPACK_NON_LITERAL)
         for elt in target.elts:
@@ -947,6 +951,7 @@ class Lowerer(ArrayLowering):
         picked = self._picked_from_call(node)
         if picked is not None:  # `polar(x, y)[1]`: the one value
             self.block.append(Copy(target, Var(picked), node.lineno))
+            self._keep_tree_alias(picked, target)
             return
         if self.array_mode:
             self._array_subscript(node, target)
@@ -1196,7 +1201,14 @@ class Lowerer(ArrayLowering):
         values = self._call_into_names(found)
         for elt, name in zip(target.elts, values, strict=True):
             self._bind_atom(elt.id, Var(name), target.lineno)
+            self._keep_tree_alias(name, self.env[elt.id])
         return True
+
+    def _keep_tree_alias(self, source: str, target: str) -> None:
+        """``target`` holds ``source``'s value: a structured parameter (``params``) stays one
+        (``p["W"]`` reads its leaf)."""
+        if source in self.tree_aliases:
+            self.tree_aliases[target] = self.tree_aliases[source]
 
     def _picked_from_call(self, node: ast.Subscript) -> str | None:
         """``polar(x, y)[1]`` (a constant index in range): the name holding that value."""
@@ -1233,7 +1245,10 @@ class Lowerer(ArrayLowering):
         from .api import tuple_result_refusal  # (api imports this module)
 
         message = tuple_result_refusal(callee) if callee is not None else None
-        if message is None and _final_tuple_length(self._function_body(fs.node)):
+        if message is not None and callee is not None and recipe_of(callee).kind == "grad":
+            shown = ast.unparse(call.func)  # a tuple of partials: unpacked, each is a number
+            message += f"; or, in a function you differentiate, unpack it: `a, b = {shown}(...)`"
+        elif message is None and _final_tuple_length(self._function_body(fs.node)):
             message = messages.tuple_held_whole(fs.name)
         if message is None:
             return

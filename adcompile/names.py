@@ -123,6 +123,11 @@ class NameTable:
             return self.labels.get(name, name)
         return f"{scope}.{name}" if scope is not None else name
 
+    def is_shown_as_value(self, name: str) -> bool:
+        """Whether version ``name`` (an inlined helper's too) is of a variable explanations
+        show as the value it holds (see ``shown_as_value``)."""
+        return self._behind(name) in self.shown_as_value
+
     def is_internal(self, name: str) -> bool:
         """Whether version ``name`` is of a variable of the compiler's own."""
         return self._behind(name) in self.internal

@@ -388,7 +388,7 @@ def keeps_a_largest_of_its_own(x, ws):
 def test_a_running_max_does_not_take_the_label_of_a_users_variable():
     explanation = explain(keeps_a_largest_of_its_own, 2.0, (1.0, 3.0), wrt="x")
     formulas = _formulas(explanation)
-    assert "largest = x" in formulas and "acc' = max(acc, w * x)" in formulas
+    assert "largest = x" in formulas and "running_max' = max(running_max, w * x)" in formulas
     _one_label_per_value(explanation)
 
 
@@ -436,13 +436,56 @@ def test_loops_over_literal_tuples_enumerate_and_rebound_sequences_show_the_valu
     )
     counted = explain(counts_from, 2.0, 3, wrt="x")
     assert "i = 0 + (n - 1)" in _formulas(counted)
-    rebound = explain(rebinds_its_sequence, 2.0, [1.0, 5.0], wrt="x")
-    assert "w = ws[1]" in _formulas(rebound)
-    for explanation in (tuple_loop, counted, rebound):
+    constant = explain(over_constants, 2.0)
+    assert "w = (1.0, 2.0)[1]" in _formulas(constant)
+    for explanation in (tuple_loop, counted, constant):
         formulas = "\n".join(step.formula for step in explanation.steps)
         assert not re.search(r"\b(?:item|start|seq|k)\b|\d == \d", formulas), formulas
         _contributions_add_up(explanation)
         _one_label_per_value(explanation)
+
+
+def over_constants(x):
+    s = 0.0
+    for w in (1.0, 2.0):
+        s = s + w * x
+    return s
+
+
+def rebinds_an_item(x, y):
+    for t in (x, y):
+        x = x + t * t
+    return x
+
+
+def test_a_value_from_before_a_loop_that_rebinds_its_names_keeps_its_own_label():
+    """`t = x` in the second iteration, beside `x' = x + t * t` where `x` was the value the
+    iteration starts with: one label, two values. (So for a sequence the loop rebinds.)"""
+    item_loop = explain(rebinds_an_item, 0.7, 1.3)
+    picks = [f for f in _formulas(item_loop) if f.startswith("t =")]
+    assert picks == ["t = item", "t = y"]
+    rebound = explain(rebinds_its_sequence, 2.0, [1.0, 5.0], wrt="x")
+    assert "w = seq[1]" in _formulas(rebound)
+    for explanation in (item_loop, rebound):
+        _contributions_add_up(explanation)
+        _one_label_per_value(explanation)
+    assert tuple(item_loop.gradient.values()) == pytest.approx(grad(rebinds_an_item)(0.7, 1.3))
+
+
+def squares_in_a_helper(x, y):
+    return squares_of_three(x, y) * x
+
+
+def test_an_inlined_helpers_literal_tuple_loop_shows_the_values_too():
+    """Inside a helper the items' versions are renamed: `item`, `item_1` showed."""
+    formulas = _formulas(explain(squares_in_a_helper, 2.0, 3.0))
+    picks = [f for f in formulas if f.startswith("squares_of_three.t =")]
+    assert picks == [
+        "squares_of_three.t = squares_of_three.x",
+        "squares_of_three.t = squares_of_three.y",
+        "squares_of_three.t = squares_of_three.x * squares_of_three.y",
+    ]
+    assert not any(re.search(r"\bitem", f) for f in formulas), formulas
 
 
 def test_graphs_draw_the_item_tests_as_what_they_ask():

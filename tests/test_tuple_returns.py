@@ -4,6 +4,7 @@ carries its derivative (the corpus group ``tuple_returns`` checks them against m
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -166,3 +167,96 @@ def test_explain_shows_each_value_as_the_call_indexed():
     assert tuple(explanation.gradient.values()) == pytest.approx(
         grad(unpack_a_helpers_values)(0.7, 1.3), rel=1e-14
     )
+
+
+STRUCTURED = """
+import numpy as np
+
+
+def passthrough(params, x):
+    return params, x * 2.0
+
+
+def loss(params, x):
+    p, z = passthrough(params, x)
+    return np.sum(p["W"] @ z)
+
+
+def loss_indexed(params, x):
+    p = passthrough(params, x)[0]
+    return np.sum(p["W"] @ x)
+
+
+def pass_list(layers, x):
+    return layers, x
+
+
+def layer_loss(layers, x):
+    ls, z = pass_list(layers, x)
+    W, b = ls[0]
+    return np.sum(np.tanh(W @ z + b))
+"""
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_a_structured_parameter_through_a_helpers_values_stays_structured(tmp_path, mode):
+    """`p, z = passthrough(params, x)` then `p["W"]`: reverse mode raised "indexed with a
+    variable" at run time; through a list, `W, b = ls[0]` was refused at compile time."""
+    module = module_from_source(tmp_path, STRUCTURED)
+    W = np.array([[1.0, 2.0, 0.5], [-1.0, 0.3, 2.0]])
+    x = np.array([0.2, -0.4, 1.1])
+    params, dx = grad(module.loss, mode=mode)({"W": W}, x)
+    column = W.sum(axis=0)  # sum(W @ (2x)): d/dW = 2 x per row, d/dx = 2 * column sums
+    np.testing.assert_allclose(params["W"], np.tile(2.0 * x, (2, 1)), rtol=1e-14)
+    np.testing.assert_allclose(dx, 2.0 * column, rtol=1e-14)
+    params, dx = grad(module.loss_indexed, mode=mode)({"W": W}, x)
+    np.testing.assert_allclose(params["W"], np.tile(x, (2, 1)), rtol=1e-14)
+    b = np.array([0.1, -0.2])
+    slope = 1.0 - np.tanh(W @ x + b) ** 2
+    dx = grad(module.layer_loss, wrt=1, mode=mode)([(W, b)], x)
+    np.testing.assert_allclose(dx, W.T @ slope, rtol=1e-13)
+
+
+REFUSED_CALLS = """
+import math
+import re
+
+from adcompile import grad, jacobian
+
+
+def g(x, y):
+    return math.sin(x) * y
+
+
+def polar(x, y):
+    return math.hypot(x, y), math.atan2(y, x)
+
+
+dg = grad(g)
+J = jacobian(polar)
+
+
+def unpacks_a_jacobian(x, y):
+    r0, r1 = J(x, y)
+    return x * y
+
+
+def keeps_the_partials_whole(x, y):
+    d = dg(x, y)
+    return d[0] * x
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("unpacks_a_jacobian", "adcompile.jacobian() made calls generated code"),
+        ("keeps_the_partials_whole", "unpack it: `a, b = dg(...)`"),
+    ],
+)
+def test_a_call_that_cannot_be_unpacked_says_why(tmp_path, name, message):
+    """Unpacking a jacobian's result gave the generic unpacking message; keeping a
+    gradient's partials whole did not mention unpacking them."""
+    module = module_from_source(tmp_path, REFUSED_CALLS)
+    with pytest.raises(UnsupportedSyntaxError, match=re.escape(message)):
+        grad(getattr(module, name))
