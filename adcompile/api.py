@@ -227,17 +227,19 @@ def generate(
     helpers = used_helpers(functions)
     inputs = [*core.params, *body.extra_params]
     refusals = _reread_refusals(core, statements, body.returns, inputs)
+    has_loops = _has_loops(core.body)
     return Generated(
         text,
         name,
-        _has_loops(core.body),
+        has_loops,
         n_outputs,
         arrays,
         helpers,
         core.array_mode,
         *refusals,
         constants=dict(core.constants),
-        dependencies=core_dependencies(core),
+        # Only a loop gradient is compiled again from its primal (its twin) and compared.
+        dependencies=core_dependencies(core) if has_loops else (),
     )
 
 

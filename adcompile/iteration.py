@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import messages
-from .astutil import builtin_call, stored_names
+from .astutil import builtin_call, names_in, stored_names
 from .errors import UnsupportedSyntaxError
 from .names import NameTable
 from .source import FunctionSource
@@ -291,7 +291,7 @@ def _reads_none(expr: ast.expr, rebound: set[str]) -> bool:
     """Whether ``expr`` reads none of the names a loop rebinds. Only then may explanations
     show a value computed before the loop as its expression: in the loop the same names
     label the loop's own values (`for t in (x, y): x = x + t` keeps `item`)."""
-    return not any(isinstance(n, ast.Name) and n.id in rebound for n in ast.walk(expr))
+    return rebound.isdisjoint(names_in(expr))
 
 
 _RUNNING_LABELS = {

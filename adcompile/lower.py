@@ -901,8 +901,8 @@ class Lowerer(ArrayLowering):
             if isinstance(node, _ATOMIC):
                 atom = self._atom(node)
                 self.block.append(Copy(target, atom, node.lineno))
-                if isinstance(atom, Var) and atom.name in self.tree_aliases:
-                    self.tree_aliases[target] = self.tree_aliases[atom.name]
+                if isinstance(atom, Var):
+                    self._keep_tree_alias(atom.name, target)
                 return
             message = messages.UNSUPPORTED_EXPRESSIONS.get(
                 type(node), f"`{type(node).__name__}` expressions are not supported"
@@ -1320,8 +1320,8 @@ class Lowerer(ArrayLowering):
                 name = self.names.fresh(param)
                 self.block.append(Copy(name, atom, node.lineno))
                 callee.env[param] = name
-                if isinstance(atom, Var) and atom.name in self.tree_aliases:
-                    self.tree_aliases[name] = self.tree_aliases[atom.name]
+                if isinstance(atom, Var):
+                    self._keep_tree_alias(atom.name, name)
             start = len(self.block)
             callee.block = self.block
             gathered = callee.lower_inline(target)
